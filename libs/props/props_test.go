@@ -1,0 +1,115 @@
+package props
+
+import (
+	"bytes"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+)
+
+type testConfig struct {
+	BrokerName      string        `prop:"brokerName"`
+	ListenPort      int           `prop:"listenPort"`
+	SlaveReadEnable bool          `prop:"slaveReadEnable"`
+	FlushInterval   time.Duration `prop:"flushIntervalCommitLog,ms"`
+	NamesrvAddr     []string      `prop:"namesrvAddr"`
+	HASecret        string        `prop:"haSecret"`
+	Ratio           float64       `prop:"ratio"`
+	BrokerID        int64         `prop:"brokerId"`
+	unexported      int
+}
+
+func writeFile(t *testing.T, body string) string {
+	t.Helper()
+	p := filepath.Join(t.TempDir(), "broker.conf")
+	require.NoError(t, os.WriteFile(p, []byte(body), 0o644))
+	return p
+}
+
+func TestParseSyntax(t *testing.T) {
+	in := "# comment\n! other\n\nbrokerName = broker-a\nlistenPort:10911\nnamesrvAddr 127.0.0.1:9876;\\\n  127.0.0.1:9877\nempty=\n"
+	es, err := Parse(strings.NewReader(in), "x")
+	require.NoError(t, err)
+	got := map[string]string{}
+	for _, e := range es {
+		got[e.Key] = e.Value
+	}
+	require.Equal(t, map[string]string{
+		"brokerName":  "broker-a",
+		"listenPort":  "10911",
+		"namesrvAddr": "127.0.0.1:9876;127.0.0.1:9877",
+		"empty":       "",
+	}, got)
+	require.Equal(t, "x:6", es[2].Source)
+}
+
+func TestPrecedence(t *testing.T) {
+	cfg := testConfig{BrokerName: "def", ListenPort: 1, FlushInterval: time.Second}
+	file := writeFile(t, "brokerName=fromfile\nlistenPort=10911\nflushIntervalCommitLog=500\nnamesrvAddr=a:1;b:2\n")
+	env := []string{"RMQ_LISTEN_PORT=20911", "RMQ_SLAVE_READ_ENABLE=true", "OTHER=1"}
+	_, err := Load(&cfg, "broker", []string{"-c", file, "-brokerId", "2", "-listenPort=30911"}, env, &bytes.Buffer{})
+	require.NoError(t, err)
+	require.Equal(t, "fromfile", cfg.BrokerName)
+	require.Equal(t, 30911, cfg.ListenPort) // flag beats env beats file
+	require.True(t, cfg.SlaveReadEnable)
+	require.Equal(t, 500*time.Millisecond, cfg.FlushInterval)
+	require.Equal(t, []string{"a:1", "b:2"}, cfg.NamesrvAddr)
+	require.Equal(t, int64(2), cfg.BrokerID)
+}
+
+func TestUnknownKeyNamesKeyAndLine(t *testing.T) {
+	var cfg testConfig
+	file := writeFile(t, "brokerName=a\nlistenPrt=1\n")
+	_, err := Load(&cfg, "broker", []string{"-c", file}, nil, &bytes.Buffer{})
+	require.ErrorContains(t, err, `unknown key "listenPrt"`)
+	require.ErrorContains(t, err, "broker.conf:2")
+}
+
+func TestBadValueNamesKeyAndSource(t *testing.T) {
+	var cfg testConfig
+	_, err := Load(&cfg, "broker", nil, []string{"RMQ_LISTEN_PORT=abc"}, &bytes.Buffer{})
+	require.ErrorContains(t, err, `bad value "abc" for key "listenPort" (env RMQ_LISTEN_PORT)`)
+	_, err = Load(&cfg, "broker", []string{"-slaveReadEnable=maybe"}, nil, &bytes.Buffer{})
+	require.ErrorContains(t, err, `key "slaveReadEnable" (flag -slaveReadEnable)`)
+	_, err = Load(&cfg, "broker", []string{"-nosuchflag=1"}, nil, &bytes.Buffer{})
+	require.Error(t, err)
+}
+
+func TestMissingFile(t *testing.T) {
+	var cfg testConfig
+	_, err := Load(&cfg, "broker", []string{"-c", "/nonexistent/broker.conf"}, nil, &bytes.Buffer{})
+	require.ErrorContains(t, err, "/nonexistent/broker.conf")
+}
+
+func TestEnvName(t *testing.T) {
+	for in, want := range map[string]string{
+		"listenPort":            "RMQ_LISTEN_PORT",
+		"haMasterAddress":       "RMQ_HA_MASTER_ADDRESS",
+		"brokerIP1":             "RMQ_BROKER_IP_1",
+		"diskMaxUsedSpaceRatio": "RMQ_DISK_MAX_USED_SPACE_RATIO",
+		"brokerId":              "RMQ_BROKER_ID",
+	} {
+		require.Equal(t, want, EnvName(in), in)
+	}
+}
+
+func TestDumpMasksSecrets(t *testing.T) {
+	cfg := testConfig{HASecret: "s3cr3t", BrokerName: "b", NamesrvAddr: []string{"x", "y"}}
+	d := Dump(&cfg)
+	require.Equal(t, "****", d["haSecret"])
+	require.Equal(t, "b", d["brokerName"])
+	require.Equal(t, "x,y", d["namesrvAddr"])
+	require.Contains(t, Keys(&cfg), "listenPort")
+}
+
+func FuzzParse(f *testing.F) {
+	f.Add("a=b\nc:d\\\ne\n#x\n")
+	f.Add("\\\\\\\n=")
+	f.Fuzz(func(t *testing.T, s string) {
+		_, _ = Parse(strings.NewReader(s), "fuzz")
+	})
+}
