@@ -1,0 +1,54 @@
+package hawire
+
+import (
+	"bufio"
+	"encoding/binary"
+	"fmt"
+	"io"
+)
+
+// FrameReader reads length-prefixed frames from a stream. The body returned
+// by Next is valid until the following call.
+type FrameReader struct {
+	r   *bufio.Reader
+	buf []byte
+}
+
+// NewFrameReader wraps r with a read buffer of bufSize bytes (≥ 4 KiB).
+func NewFrameReader(r io.Reader, bufSize int) *FrameReader {
+	if bufSize < 4<<10 {
+		bufSize = 4 << 10
+	}
+	return &FrameReader{r: bufio.NewReaderSize(r, bufSize)}
+}
+
+// Next reads one frame whose length (type + body) is at most max bytes; a
+// longer frame fails with ErrFrameTooLarge before anything is allocated.
+func (fr *FrameReader) Next(max int) (FrameType, []byte, error) {
+	var hdr [FrameHeaderLen]byte
+	if _, err := io.ReadFull(fr.r, hdr[:]); err != nil {
+		return 0, nil, err
+	}
+	n := binary.BigEndian.Uint32(hdr[:])
+	if n < 1 {
+		return 0, nil, fmt.Errorf("%w: zero length", ErrBadFrame)
+	}
+	if uint64(n) > uint64(max) {
+		return 0, nil, fmt.Errorf("%w: %d bytes (limit %d) type %d", ErrFrameTooLarge, n, max, hdr[4])
+	}
+	blen := int(n) - 1
+	if cap(fr.buf) < blen {
+		fr.buf = make([]byte, blen)
+	}
+	body := fr.buf[:blen]
+	if _, err := io.ReadFull(fr.r, body); err != nil {
+		if err == io.EOF {
+			err = io.ErrUnexpectedEOF
+		}
+		return 0, nil, err
+	}
+	return FrameType(hdr[4]), body, nil
+}
+
+// Buffered reports how many bytes are buffered but not yet consumed.
+func (fr *FrameReader) Buffered() int { return fr.r.Buffered() }

@@ -1,0 +1,9 @@
+module github.com/rmqha/rmqha/libs/hawire
+
+go 1.26
+
+require (
+	github.com/sirupsen/logrus v1.10.2 // indirect
+	github.com/stretchr/testify v1.12.1 // indirect
+	golang.org/x/sys v0.13.0 // indirect
+)
