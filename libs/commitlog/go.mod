@@ -1,0 +1,3 @@
+module github.com/rmqha/rmqha/libs/commitlog
+
+go 1.26
