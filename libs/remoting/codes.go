@@ -1,0 +1,280 @@
+package remoting
+
+import "strconv"
+
+// Request codes (the "code" of a request frame). Numbers follow Apache RocketMQ's RequestCode;
+// names are the Java constant names in Go spelling. Every constant is typed int16, the width of
+// the code field on the wire.
+const (
+	SendMessage                      int16 = 10
+	PullMessage                      int16 = 11
+	QueryMessage                     int16 = 12
+	QueryBrokerOffset                int16 = 13
+	QueryConsumerOffset              int16 = 14
+	UpdateConsumerOffset             int16 = 15
+	UpdateAndCreateTopic             int16 = 17
+	GetAllTopicConfig                int16 = 21
+	GetTopicConfigList               int16 = 22
+	GetTopicNameList                 int16 = 23
+	UpdateBrokerConfig               int16 = 25
+	GetBrokerConfig                  int16 = 26
+	TriggerDeleteFiles               int16 = 27
+	GetBrokerRuntimeInfo             int16 = 28
+	SearchOffsetByTimestamp          int16 = 29
+	GetMaxOffset                     int16 = 30
+	GetMinOffset                     int16 = 31
+	GetEarliestMsgStoretime          int16 = 32
+	ViewMessageByID                  int16 = 33
+	HeartBeat                        int16 = 34
+	UnregisterClient                 int16 = 35
+	ConsumerSendMsgBack              int16 = 36
+	EndTransaction                   int16 = 37
+	GetConsumerListByGroup           int16 = 38
+	CheckTransactionState            int16 = 39
+	NotifyConsumerIdsChanged         int16 = 40
+	LockBatchMQ                      int16 = 41
+	UnlockBatchMQ                    int16 = 42
+	GetAllConsumerOffset             int16 = 43
+	GetAllDelayOffset                int16 = 45
+	CheckClientConfig                int16 = 46
+	PutKVConfig                      int16 = 100
+	GetKVConfig                      int16 = 101
+	DeleteKVConfig                   int16 = 102
+	RegisterBroker                   int16 = 103
+	UnregisterBroker                 int16 = 104
+	GetRouteInfoByTopic              int16 = 105
+	GetBrokerClusterInfo             int16 = 106
+	UpdateAndCreateSubscriptionGroup int16 = 200
+	GetAllSubscriptionGroupConfig    int16 = 201
+	GetTopicStatsInfo                int16 = 202
+	GetConsumerConnectionList        int16 = 203
+	GetProducerConnectionList        int16 = 204
+	WipeWritePermOfBroker            int16 = 205
+	GetAllTopicListFromNameServer    int16 = 206
+	DeleteSubscriptionGroup          int16 = 207
+	GetConsumeStats                  int16 = 208
+	DeleteTopicInBroker              int16 = 215
+	DeleteTopicInNameSrv             int16 = 216
+	ResetConsumerClientOffset        int16 = 220
+	GetConsumerStatusFromClient      int16 = 221
+	InvokeBrokerToResetOffset        int16 = 222
+	InvokeBrokerToGetConsumerStatus  int16 = 223
+	GetTopicsByCluster               int16 = 224
+	QueryTopicConsumeByWho           int16 = 300
+	GetConsumerRunningInfo           int16 = 307
+	QueryCorrectionOffset            int16 = 308
+	ConsumeMessageDirectly           int16 = 309
+	SendMessageV2                    int16 = 310
+	GetBrokerConsumeStats            int16 = 317
+	SendBatchMessage                 int16 = 320
+	QueryConsumeQueue                int16 = 321
+	QueryDataVersion                 int16 = 322
+	SendReplyMessage                 int16 = 324
+	SendReplyMessageV2               int16 = 325
+	PushReplyMessageToClient         int16 = 326
+	AddWritePermOfBroker             int16 = 327
+	BrokerHeartbeat                  int16 = 904
+)
+
+// Response codes (the "code" of a response frame): RocketMQ's RemotingSysResponseCode (0..4)
+// and ResponseCode (10..29).
+const (
+	Success                   int16 = 0
+	SystemError               int16 = 1
+	SystemBusy                int16 = 2
+	RequestCodeNotSupported   int16 = 3
+	TransactionFailed         int16 = 4
+	FlushDiskTimeout          int16 = 10
+	SlaveNotAvailable         int16 = 11
+	FlushSlaveTimeout         int16 = 12
+	MessageIllegal            int16 = 13
+	ServiceNotAvailable       int16 = 14
+	VersionNotSupported       int16 = 15
+	NoPermission              int16 = 16
+	TopicNotExist             int16 = 17
+	TopicExistAlready         int16 = 18
+	PullNotFound              int16 = 19
+	PullRetryImmediately      int16 = 20
+	PullOffsetMoved           int16 = 21
+	QueryNotFound             int16 = 22
+	SubscriptionParseFailed   int16 = 23
+	SubscriptionNotExist      int16 = 24
+	SubscriptionNotLatest     int16 = 25
+	SubscriptionGroupNotExist int16 = 26
+	FilterDataNotExist        int16 = 27
+	FilterDataNotLatest       int16 = 28
+	InvalidParameter          int16 = 29
+)
+
+var requestNames = map[int16]string{
+	SendMessage:                      "SEND_MESSAGE",
+	PullMessage:                      "PULL_MESSAGE",
+	QueryMessage:                     "QUERY_MESSAGE",
+	QueryBrokerOffset:                "QUERY_BROKER_OFFSET",
+	QueryConsumerOffset:              "QUERY_CONSUMER_OFFSET",
+	UpdateConsumerOffset:             "UPDATE_CONSUMER_OFFSET",
+	UpdateAndCreateTopic:             "UPDATE_AND_CREATE_TOPIC",
+	GetAllTopicConfig:                "GET_ALL_TOPIC_CONFIG",
+	GetTopicConfigList:               "GET_TOPIC_CONFIG_LIST",
+	GetTopicNameList:                 "GET_TOPIC_NAME_LIST",
+	UpdateBrokerConfig:               "UPDATE_BROKER_CONFIG",
+	GetBrokerConfig:                  "GET_BROKER_CONFIG",
+	TriggerDeleteFiles:               "TRIGGER_DELETE_FILES",
+	GetBrokerRuntimeInfo:             "GET_BROKER_RUNTIME_INFO",
+	SearchOffsetByTimestamp:          "SEARCH_OFFSET_BY_TIMESTAMP",
+	GetMaxOffset:                     "GET_MAX_OFFSET",
+	GetMinOffset:                     "GET_MIN_OFFSET",
+	GetEarliestMsgStoretime:          "GET_EARLIEST_MSG_STORETIME",
+	ViewMessageByID:                  "VIEW_MESSAGE_BY_ID",
+	HeartBeat:                        "HEART_BEAT",
+	UnregisterClient:                 "UNREGISTER_CLIENT",
+	ConsumerSendMsgBack:              "CONSUMER_SEND_MSG_BACK",
+	EndTransaction:                   "END_TRANSACTION",
+	GetConsumerListByGroup:           "GET_CONSUMER_LIST_BY_GROUP",
+	CheckTransactionState:            "CHECK_TRANSACTION_STATE",
+	NotifyConsumerIdsChanged:         "NOTIFY_CONSUMER_IDS_CHANGED",
+	LockBatchMQ:                      "LOCK_BATCH_MQ",
+	UnlockBatchMQ:                    "UNLOCK_BATCH_MQ",
+	GetAllConsumerOffset:             "GET_ALL_CONSUMER_OFFSET",
+	GetAllDelayOffset:                "GET_ALL_DELAY_OFFSET",
+	CheckClientConfig:                "CHECK_CLIENT_CONFIG",
+	PutKVConfig:                      "PUT_KV_CONFIG",
+	GetKVConfig:                      "GET_KV_CONFIG",
+	DeleteKVConfig:                   "DELETE_KV_CONFIG",
+	RegisterBroker:                   "REGISTER_BROKER",
+	UnregisterBroker:                 "UNREGISTER_BROKER",
+	GetRouteInfoByTopic:              "GET_ROUTEINFO_BY_TOPIC",
+	GetBrokerClusterInfo:             "GET_BROKER_CLUSTER_INFO",
+	UpdateAndCreateSubscriptionGroup: "UPDATE_AND_CREATE_SUBSCRIPTIONGROUP",
+	GetAllSubscriptionGroupConfig:    "GET_ALL_SUBSCRIPTIONGROUP_CONFIG",
+	GetTopicStatsInfo:                "GET_TOPIC_STATS_INFO",
+	GetConsumerConnectionList:        "GET_CONSUMER_CONNECTION_LIST",
+	GetProducerConnectionList:        "GET_PRODUCER_CONNECTION_LIST",
+	WipeWritePermOfBroker:            "WIPE_WRITE_PERM_OF_BROKER",
+	GetAllTopicListFromNameServer:    "GET_ALL_TOPIC_LIST_FROM_NAMESERVER",
+	DeleteSubscriptionGroup:          "DELETE_SUBSCRIPTIONGROUP",
+	GetConsumeStats:                  "GET_CONSUME_STATS",
+	DeleteTopicInBroker:              "DELETE_TOPIC_IN_BROKER",
+	DeleteTopicInNameSrv:             "DELETE_TOPIC_IN_NAMESRV",
+	ResetConsumerClientOffset:        "RESET_CONSUMER_CLIENT_OFFSET",
+	GetConsumerStatusFromClient:      "GET_CONSUMER_STATUS_FROM_CLIENT",
+	InvokeBrokerToResetOffset:        "INVOKE_BROKER_TO_RESET_OFFSET",
+	InvokeBrokerToGetConsumerStatus:  "INVOKE_BROKER_TO_GET_CONSUMER_STATUS",
+	GetTopicsByCluster:               "GET_TOPICS_BY_CLUSTER",
+	QueryTopicConsumeByWho:           "QUERY_TOPIC_CONSUME_BY_WHO",
+	GetConsumerRunningInfo:           "GET_CONSUMER_RUNNING_INFO",
+	QueryCorrectionOffset:            "QUERY_CORRECTION_OFFSET",
+	ConsumeMessageDirectly:           "CONSUME_MESSAGE_DIRECTLY",
+	SendMessageV2:                    "SEND_MESSAGE_V2",
+	GetBrokerConsumeStats:            "GET_BROKER_CONSUME_STATS",
+	SendBatchMessage:                 "SEND_BATCH_MESSAGE",
+	QueryConsumeQueue:                "QUERY_CONSUME_QUEUE",
+	QueryDataVersion:                 "QUERY_DATA_VERSION",
+	SendReplyMessage:                 "SEND_REPLY_MESSAGE",
+	SendReplyMessageV2:               "SEND_REPLY_MESSAGE_V2",
+	PushReplyMessageToClient:         "PUSH_REPLY_MESSAGE_TO_CLIENT",
+	AddWritePermOfBroker:             "ADD_WRITE_PERM_OF_BROKER",
+	BrokerHeartbeat:                  "BROKER_HEARTBEAT",
+}
+
+var responseNames = map[int16]string{
+	Success:                   "SUCCESS",
+	SystemError:               "SYSTEM_ERROR",
+	SystemBusy:                "SYSTEM_BUSY",
+	RequestCodeNotSupported:   "REQUEST_CODE_NOT_SUPPORTED",
+	TransactionFailed:         "TRANSACTION_FAILED",
+	FlushDiskTimeout:          "FLUSH_DISK_TIMEOUT",
+	SlaveNotAvailable:         "SLAVE_NOT_AVAILABLE",
+	FlushSlaveTimeout:         "FLUSH_SLAVE_TIMEOUT",
+	MessageIllegal:            "MESSAGE_ILLEGAL",
+	ServiceNotAvailable:       "SERVICE_NOT_AVAILABLE",
+	VersionNotSupported:       "VERSION_NOT_SUPPORTED",
+	NoPermission:              "NO_PERMISSION",
+	TopicNotExist:             "TOPIC_NOT_EXIST",
+	TopicExistAlready:         "TOPIC_EXIST_ALREADY",
+	PullNotFound:              "PULL_NOT_FOUND",
+	PullRetryImmediately:      "PULL_RETRY_IMMEDIATELY",
+	PullOffsetMoved:           "PULL_OFFSET_MOVED",
+	QueryNotFound:             "QUERY_NOT_FOUND",
+	SubscriptionParseFailed:   "SUBSCRIPTION_PARSE_FAILED",
+	SubscriptionNotExist:      "SUBSCRIPTION_NOT_EXIST",
+	SubscriptionNotLatest:     "SUBSCRIPTION_NOT_LATEST",
+	SubscriptionGroupNotExist: "SUBSCRIPTION_GROUP_NOT_EXIST",
+	FilterDataNotExist:        "FILTER_DATA_NOT_EXIST",
+	FilterDataNotLatest:       "FILTER_DATA_NOT_LATEST",
+	InvalidParameter:          "INVALID_PARAMETER",
+}
+
+// RequestName returns the RocketMQ name of a request code ("SEND_MESSAGE"), or "REQUEST_<n>"
+// for codes outside the table.
+func RequestName(code int16) string {
+	if n, ok := requestNames[code]; ok {
+		return n
+	}
+	return "REQUEST_" + strconv.Itoa(int(code))
+}
+
+// ResponseName returns the RocketMQ name of a response code ("SYSTEM_BUSY"), or "RESPONSE_<n>"
+// for codes outside the table.
+func ResponseName(code int16) string {
+	if n, ok := responseNames[code]; ok {
+		return n
+	}
+	return "RESPONSE_" + strconv.Itoa(int(code))
+}
+
+// Flag bits of the header's "flag" field.
+const (
+	// FlagResponse marks a response frame (bit 0).
+	FlagResponse int32 = 1 << 0
+	// FlagOneway marks a request that expects no response (bit 1). The Go client never sets it;
+	// Java sets it on oneway calls and on broker pushes.
+	FlagOneway int32 = 1 << 1
+)
+
+// Serialize types (byte 0 of the header word).
+const (
+	SerializeJSON     byte = 0
+	SerializeRocketMQ byte = 1
+)
+
+// Protocol versions carried in the header's "version" field (MQVersion ordinals).
+const (
+	// VersionV4_5_2 is what rocketmq-client-go v2 sends; NewRequest uses it.
+	VersionV4_5_2 int16 = 317
+	// VersionV4_9_8 is what a 4.9.8 broker puts on responses; NewResponse uses it. The Go client
+	// remembers it from heartbeat responses and refuses TAG subscriptions below V4_1_0.
+	VersionV4_9_8 int16 = 409
+)
+
+// LanguageGo is the language name this package puts on frames it builds.
+const LanguageGo = "GO"
+
+// languages maps the numeric LanguageCode of the ROCKETMQ binary header to its enum name.
+var languages = [...]string{
+	0: "JAVA", 1: "CPP", 2: "DOTNET", 3: "PYTHON", 4: "DELPHI", 5: "ERLANG", 6: "RUBY",
+	7: "OTHER", 8: "HTTP", 9: "GO", 10: "PHP", 11: "OMS", 12: "RUST", 13: "NODE_JS",
+}
+
+const languageOther = 7
+
+// LanguageName returns the enum name of a binary language code, or "UNKNOWN".
+func LanguageName(code byte) string {
+	if int(code) < len(languages) {
+		return languages[code]
+	}
+	return "UNKNOWN"
+}
+
+// LanguageCode returns the binary language code of an enum name (OTHER when unknown).
+func LanguageCode(name string) byte {
+	if name == "" {
+		return 9
+	}
+	for i, n := range languages {
+		if n == name {
+			return byte(i)
+		}
+	}
+	return languageOther
+}

@@ -1,0 +1,130 @@
+package remoting
+
+import (
+	"fmt"
+	"strconv"
+	"strings"
+)
+
+// Command is one RemotingCommand: a request or a response, header plus body.
+type Command struct {
+	// Code is the request code, or on a response the response code.
+	Code int16
+	// Language is the sender's language enum name; "GO" when this package sends and it is empty.
+	Language string
+	// Version is the sender's MQVersion ordinal.
+	Version int16
+	// Opaque is the request id; a response echoes its request's opaque.
+	Opaque int32
+	// Flag holds FlagResponse and FlagOneway.
+	Flag int32
+	// Remark is free text, usually the error description of a failed response.
+	Remark string
+	// ExtFields is the flattened custom header; always strings on the wire.
+	ExtFields map[string]string
+	// Body is the opaque payload after the header.
+	Body []byte
+}
+
+// NewRequest builds a request. The opaque is assigned by the Client or ServerConn on send.
+func NewRequest(code int16, ext map[string]string, body []byte) *Command {
+	if ext == nil {
+		ext = make(map[string]string)
+	}
+	return &Command{Code: code, Language: LanguageGo, Version: VersionV4_5_2, ExtFields: ext, Body: body}
+}
+
+// NewResponse builds the response to req: it echoes req's opaque and sets the response flag.
+// ExtFields starts empty and non-nil so handlers can fill it directly.
+func NewResponse(req *Command, code int16, remark string) *Command {
+	resp := &Command{
+		Code:      code,
+		Language:  LanguageGo,
+		Version:   VersionV4_9_8,
+		Flag:      FlagResponse,
+		Remark:    remark,
+		ExtFields: make(map[string]string),
+	}
+	if req != nil {
+		resp.Opaque = req.Opaque
+	}
+	return resp
+}
+
+// IsResponse reports whether the response flag bit is set.
+func (c *Command) IsResponse() bool { return c.Flag&FlagResponse != 0 }
+
+// IsOneway reports whether the oneway flag bit is set. Note that rocketmq-client-go never sets
+// it, so a request without it may still have a caller that ignores the answer.
+func (c *Command) IsOneway() bool { return c.Flag&FlagOneway != 0 }
+
+// Ext returns the ext field key, or "" when absent.
+func (c *Command) Ext(key string) string { return c.ExtFields[key] }
+
+// SetExt sets an ext field, allocating the map if needed, and returns c.
+func (c *Command) SetExt(key, value string) *Command {
+	if c.ExtFields == nil {
+		c.ExtFields = make(map[string]string)
+	}
+	c.ExtFields[key] = value
+	return c
+}
+
+func (c *Command) extValue(key string) (string, error) {
+	v, ok := c.ExtFields[key]
+	if !ok {
+		return "", fmt.Errorf("%w: %s", ErrExtMissing, key)
+	}
+	return strings.TrimSpace(v), nil
+}
+
+// ExtInt64 parses the ext field key as a decimal int64.
+func (c *Command) ExtInt64(key string) (int64, error) {
+	v, err := c.extValue(key)
+	if err != nil {
+		return 0, err
+	}
+	n, err := strconv.ParseInt(v, 10, 64)
+	if err != nil {
+		return 0, fmt.Errorf("%w: %s=%q", ErrExtInvalid, key, v)
+	}
+	return n, nil
+}
+
+// ExtInt32 parses the ext field key as a decimal int32.
+func (c *Command) ExtInt32(key string) (int32, error) {
+	v, err := c.extValue(key)
+	if err != nil {
+		return 0, err
+	}
+	n, err := strconv.ParseInt(v, 10, 32)
+	if err != nil {
+		return 0, fmt.Errorf("%w: %s=%q", ErrExtInvalid, key, v)
+	}
+	return int32(n), nil
+}
+
+// ExtBool parses the ext field key as a boolean ("true"/"false" in any case, or "1"/"0").
+func (c *Command) ExtBool(key string) (bool, error) {
+	v, err := c.extValue(key)
+	if err != nil {
+		return false, err
+	}
+	switch strings.ToLower(v) {
+	case "true", "1":
+		return true, nil
+	case "false", "0":
+		return false, nil
+	}
+	return false, fmt.Errorf("%w: %s=%q", ErrExtInvalid, key, v)
+}
+
+// String renders the header for logs (the body only by length).
+func (c *Command) String() string {
+	kind := RequestName(c.Code)
+	if c.IsResponse() {
+		kind = ResponseName(c.Code)
+	}
+	return fmt.Sprintf("%s(code=%d opaque=%d flag=%d remark=%q ext=%v body=%dB)",
+		kind, c.Code, c.Opaque, c.Flag, c.Remark, c.ExtFields, len(c.Body))
+}

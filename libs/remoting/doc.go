@@ -1,0 +1,48 @@
+// Package remoting implements RocketMQ's remoting protocol: the TCP frame codec, the request
+// and response code tables, a pipelined Server and a pipelined Client. It is wire-compatible
+// with rocketmq-client-go v2 and with Java RocketMQ peers.
+//
+// # Frame
+//
+// All integers are big-endian.
+//
+//	 0               4               8
+//	+---------------+-+-------------+------------------------+----------------+
+//	| length uint32 |T| headerLen   | header (headerLen B)   | body           |
+//	+---------------+-+-------------+------------------------+----------------+
+//	                 ^ serialize type byte: 0 JSON, 1 ROCKETMQ binary
+//	                   headerLen: 24-bit unsigned
+//	length = 4 + headerLen + len(body); it does not count itself.
+//
+// The JSON header carries, in this order when encoded here:
+//
+//	{"code":105,"language":"GO","version":317,"opaque":1,"flag":0,"remark":"","extFields":{"topic":"T"}}
+//
+// extFields values are always JSON strings on output; on input numbers and booleans are
+// accepted and turned into their text, null values are dropped and unknown keys ignored.
+// Flag bit 0 marks a response, bit 1 a oneway request. A response echoes its request's
+// opaque, which is the only thing callers match on.
+//
+// The ROCKETMQ binary header (decoded here, and encoded by AppendBinaryFrame) is:
+//
+//	code int16 | language byte | version int16 | opaque int32 | flag int32 |
+//	remarkLen int32 | remark | extLen int32 | { keyLen int16 | key | valLen int32 | value }*
+//
+// # Server
+//
+// A Server reads frames on one goroutine per connection and runs every request on its own
+// goroutine (at most ServerConfig.MaxInflightPerConn per connection, past which requests are
+// answered SYSTEM_BUSY), so answers go out in completion order. A single writer goroutine per
+// connection drains a queue of encoded frames and writes everything queued in one call,
+// which coalesces concurrent answers. A handler that never writes leaves its request
+// unanswered (oneway). Unknown codes get REQUEST_CODE_NOT_SUPPORTED; undecodable headers get
+// SYSTEM_ERROR when the opaque can be recovered, otherwise the connection is closed, as it is
+// for frames above MaxFrameSize. Handler panics become SYSTEM_ERROR answers.
+//
+// # Client
+//
+// A Client holds one connection per address, dialled on first use and shared by all calls;
+// calls are matched to responses by opaque, carry a deadline (the context's or
+// RequestTimeout), and fail together when their connection breaks. Server-initiated requests
+// (NOTIFY_CONSUMER_IDS_CHANGED and friends) go to handlers registered with HandleRequest.
+package remoting

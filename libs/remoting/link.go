@@ -1,0 +1,230 @@
+package remoting
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+const (
+	// maxQueuedBytes is the soft cap on encoded frames waiting for the writer; producers that
+	// may block wait for the writer to drain below it (back-pressure instead of unbounded memory).
+	maxQueuedBytes = 32 << 20
+	// shrinkAbove: write buffers that grew past this are dropped after use instead of kept.
+	shrinkAbove = 4 << 20
+)
+
+// link is the part of a connection shared by the server and client sides: a single writer
+// goroutine draining a byte queue (frames appended by any goroutine, written in batches, one
+// Write per drain), and a table of calls waiting for a response by opaque.
+type link struct {
+	nc           net.Conn
+	writeTimeout time.Duration
+
+	wmu       sync.Mutex
+	dataCond  *sync.Cond // writer waits for data
+	spaceCond *sync.Cond // blocking producers wait for space
+	queue     []byte
+	closed    bool
+
+	pmu     sync.Mutex
+	pending map[int32]chan *Command
+
+	closeOnce sync.Once
+	done      chan struct{}
+	cause     atomic.Value // error: why the link closed
+}
+
+func newLink(nc net.Conn, writeTimeout time.Duration) *link {
+	l := &link{
+		nc:           nc,
+		writeTimeout: writeTimeout,
+		pending:      make(map[int32]chan *Command),
+		done:         make(chan struct{}),
+	}
+	l.dataCond = sync.NewCond(&l.wmu)
+	l.spaceCond = sync.NewCond(&l.wmu)
+	return l
+}
+
+// send encodes c onto the write queue. With block set it waits while the queue is over its
+// soft cap. It fails with ErrClosed once the link is closed.
+func (l *link) send(c *Command, block bool) error {
+	l.wmu.Lock()
+	defer l.wmu.Unlock()
+	for block && !l.closed && len(l.queue) > maxQueuedBytes {
+		l.spaceCond.Wait()
+	}
+	if l.closed {
+		return l.closedErr()
+	}
+	wasEmpty := len(l.queue) == 0
+	q, err := EncodeFrame(l.queue, c)
+	if err != nil {
+		return err
+	}
+	l.queue = q
+	if wasEmpty {
+		l.dataCond.Signal()
+	}
+	return nil
+}
+
+func (l *link) closedErr() error {
+	if cause, _ := l.cause.Load().(error); cause != nil && !errors.Is(cause, ErrClosed) {
+		return fmt.Errorf("%w: %w", ErrClosed, cause)
+	}
+	return ErrClosed
+}
+
+// writeLoop is the single writer: it takes everything queued, writes it in one call, and
+// sleeps only when the queue is empty, so concurrent responses coalesce into few syscalls.
+func (l *link) writeLoop() {
+	var spare []byte
+	for {
+		l.wmu.Lock()
+		for len(l.queue) == 0 && !l.closed {
+			l.dataCond.Wait()
+		}
+		if l.closed {
+			l.wmu.Unlock()
+			return
+		}
+		buf := l.queue
+		l.queue = spare[:0]
+		l.spaceCond.Broadcast()
+		l.wmu.Unlock()
+
+		if l.writeTimeout > 0 {
+			_ = l.nc.SetWriteDeadline(time.Now().Add(l.writeTimeout))
+		}
+		if _, err := l.nc.Write(buf); err != nil {
+			l.close(fmt.Errorf("%w: write: %w", ErrConnFailed, err))
+			return
+		}
+		if cap(buf) > shrinkAbove {
+			buf = nil
+		}
+		spare = buf
+	}
+}
+
+// close shuts the link once: marks it closed, closes the socket (unblocking reader and
+// writer) and fails every pending call.
+func (l *link) close(cause error) {
+	l.closeOnce.Do(func() {
+		if cause == nil {
+			cause = ErrClosed
+		}
+		l.cause.Store(cause)
+		l.wmu.Lock()
+		l.closed = true
+		l.queue = nil
+		l.dataCond.Broadcast()
+		l.spaceCond.Broadcast()
+		l.wmu.Unlock()
+		_ = l.nc.Close()
+		close(l.done)
+		l.pmu.Lock()
+		l.pending = nil // waiters select on done
+		l.pmu.Unlock()
+	})
+}
+
+func (l *link) isClosed() bool {
+	select {
+	case <-l.done:
+		return true
+	default:
+		return false
+	}
+}
+
+func (l *link) err() error {
+	cause, _ := l.cause.Load().(error)
+	if cause == nil {
+		return ErrClosed
+	}
+	return cause
+}
+
+// register adds a waiter for opaque; it returns nil when the link is closed.
+func (l *link) register(opaque int32) chan *Command {
+	ch := make(chan *Command, 1)
+	l.pmu.Lock()
+	defer l.pmu.Unlock()
+	if l.pending == nil {
+		return nil
+	}
+	l.pending[opaque] = ch
+	return ch
+}
+
+func (l *link) unregister(opaque int32) {
+	l.pmu.Lock()
+	if l.pending != nil {
+		delete(l.pending, opaque)
+	}
+	l.pmu.Unlock()
+}
+
+// complete hands a response to its waiter; it reports false for an unknown opaque (late
+// answers after a timeout, answers to oneway calls), which are dropped.
+func (l *link) complete(resp *Command) bool {
+	l.pmu.Lock()
+	ch, ok := l.pending[resp.Opaque]
+	if ok {
+		delete(l.pending, resp.Opaque)
+	}
+	l.pmu.Unlock()
+	if ok {
+		ch <- resp
+	}
+	return ok
+}
+
+// call sends req (whose opaque is already set) and waits for the matching response, the
+// deadline, or the link's failure. defTimeout applies when ctx has no deadline.
+func (l *link) call(ctx context.Context, req *Command, defTimeout time.Duration) (*Command, error) {
+	if _, ok := ctx.Deadline(); !ok && defTimeout > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, defTimeout)
+		defer cancel()
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, requestCtxErr(req, err)
+	}
+	ch := l.register(req.Opaque)
+	if ch == nil {
+		return nil, l.closedErr()
+	}
+	if err := l.send(req, false); err != nil {
+		l.unregister(req.Opaque)
+		return nil, err
+	}
+	select {
+	case resp := <-ch:
+		return resp, nil
+	case <-l.done:
+		select { // the response may have raced the close
+		case resp := <-ch:
+			return resp, nil
+		default:
+		}
+		return nil, fmt.Errorf("%w: %s opaque %d: %w", ErrConnFailed, RequestName(req.Code), req.Opaque, l.err())
+	case <-ctx.Done():
+		l.unregister(req.Opaque)
+		return nil, requestCtxErr(req, ctx.Err())
+	}
+}
+
+func requestCtxErr(req *Command, err error) error {
+	if errors.Is(err, context.DeadlineExceeded) {
+		return fmt.Errorf("%w: %s opaque %d: %w", ErrTimeout, RequestName(req.Code), req.Opaque, err)
+	}
+	return fmt.Errorf("remoting: %s opaque %d: %w", RequestName(req.Code), req.Opaque, err)
+}
