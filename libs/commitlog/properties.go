@@ -1,0 +1,159 @@
+package commitlog
+
+import (
+	"encoding/binary"
+	"encoding/hex"
+	"fmt"
+	"net/netip"
+	"sort"
+	"strings"
+	"unicode/utf16"
+	"unicode/utf8"
+)
+
+const (
+	propNameSep  = '\x01'
+	propPairSep  = '\x02'
+	PropertyTags = "TAGS"
+)
+
+// ParseProperties splits a RocketMQ properties string (name 0x01 value 0x02,
+// repeated). Pairs with an empty name or value are dropped, as Java does.
+func ParseProperties(s string) map[string]string {
+	m := make(map[string]string)
+	for len(s) > 0 {
+		var pair string
+		if i := strings.IndexByte(s, propPairSep); i >= 0 {
+			pair, s = s[:i], s[i+1:]
+		} else {
+			pair, s = s, ""
+		}
+		k, v, ok := strings.Cut(pair, string(propNameSep))
+		if !ok || k == "" || v == "" {
+			continue
+		}
+		m[k] = v
+	}
+	return m
+}
+
+// AppendProperties appends m as a properties string, names sorted, each pair
+// followed by 0x02. Empty names and values are skipped.
+func AppendProperties(dst []byte, m map[string]string) []byte {
+	keys := make([]string, 0, len(m))
+	for k, v := range m {
+		if k != "" && v != "" {
+			keys = append(keys, k)
+		}
+	}
+	sort.Strings(keys)
+	for _, k := range keys {
+		dst = append(dst, k...)
+		dst = append(dst, propNameSep)
+		dst = append(dst, m[k]...)
+		dst = append(dst, propPairSep)
+	}
+	return dst
+}
+
+// lookupProperty finds one property without building a map.
+func lookupProperty(props []byte, name string) (string, bool) {
+	for len(props) > 0 {
+		var pair []byte
+		if i := indexByte(props, propPairSep); i >= 0 {
+			pair, props = props[:i], props[i+1:]
+		} else {
+			pair, props = props, nil
+		}
+		j := indexByte(pair, propNameSep)
+		if j < 0 || j == 0 || j == len(pair)-1 {
+			continue
+		}
+		if string(pair[:j]) == name {
+			return string(pair[j+1:]), true
+		}
+	}
+	return "", false
+}
+
+func indexByte(b []byte, c byte) int {
+	for i, x := range b {
+		if x == c {
+			return i
+		}
+	}
+	return -1
+}
+
+// JavaStringHash is Java's String.hashCode over the UTF-16 code units of s
+// (h = 31*h + c, wrapping int32); invalid UTF-8 counts as U+FFFD.
+func JavaStringHash(s string) int32 {
+	var h int32
+	for i := 0; i < len(s); {
+		r, size := utf8.DecodeRuneInString(s[i:])
+		i += size
+		if r >= 0x10000 {
+			r1, r2 := utf16.EncodeRune(r)
+			h = 31*h + int32(r1)
+			h = 31*h + int32(r2)
+			continue
+		}
+		h = 31*h + int32(r)
+	}
+	return h
+}
+
+// DefaultTagsCode is the consume-queue tags code: Java hashCode of TAGS,
+// sign-extended, 0 when the message has no tags.
+func DefaultTagsCode(props string) int64 {
+	if t, ok := lookupProperty([]byte(props), PropertyTags); ok {
+		return int64(JavaStringHash(t))
+	}
+	return 0
+}
+
+// OffsetMsgID builds RocketMQ's offset message id: upper-case hex of the store
+// host address (4 or 16 bytes), port (int32) and physical offset (int64).
+func OffsetMsgID(storeHost netip.AddrPort, physOffset int64) string {
+	var buf [28]byte
+	b := appendHost(buf[:0], storeHost)
+	b = binary.BigEndian.AppendUint64(b, uint64(physOffset))
+	return strings.ToUpper(hex.EncodeToString(b))
+}
+
+// ParseOffsetMsgID is the inverse of OffsetMsgID (32 hex chars for IPv4, 56 for IPv6).
+func ParseOffsetMsgID(id string) (netip.AddrPort, int64, error) {
+	if len(id) != 32 && len(id) != 56 {
+		return netip.AddrPort{}, 0, fmt.Errorf("%w: length %d", ErrBadMsgID, len(id))
+	}
+	b, err := hex.DecodeString(id)
+	if err != nil {
+		return netip.AddrPort{}, 0, fmt.Errorf("%w: %v", ErrBadMsgID, err)
+	}
+	d := decoder{b: b}
+	host := d.host(len(b) == 28)
+	off := int64(d.u64())
+	if d.err != nil {
+		return netip.AddrPort{}, 0, fmt.Errorf("%w: %v", ErrBadMsgID, d.err)
+	}
+	return host, off, nil
+}
+
+// ValidateTopic applies RocketMQ's topic rules: non-empty, at most 127
+// bytes, only letters, digits, '%', '|', '-' and '_'.
+func ValidateTopic(topic string) error {
+	if topic == "" {
+		return ErrTopicEmpty
+	}
+	if len(topic) > MaxTopicLength {
+		return fmt.Errorf("%w: %d bytes", ErrTopicTooLong, len(topic))
+	}
+	for i := 0; i < len(topic); i++ {
+		c := topic[i]
+		ok := c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '%' || c == '|' || c == '-' || c == '_'
+		if !ok {
+			return fmt.Errorf("%w: %q at byte %d", ErrTopicInvalid, c, i)
+		}
+	}
+	return nil
+}
