@@ -19,12 +19,12 @@ type Handshake struct {
 	Flags          uint16 // reserved, 0 in version 1
 	Cluster        string
 	BrokerName     string
-	BrokerID       int64 // ≥ 1
-	MinOffset      int64 // slave log MinOffset; MinOffset == MaxOffset means an empty log
-	MaxOffset      int64 // slave log MaxOffset: the next byte it needs
-	SegmentSize    int64 // must equal the master's
-	LastEpoch      int64 // newest epoch in the slave's epoch file, 0 if none
-	LastEpochStart int64 // start offset of LastEpoch
+	BrokerID       int64  // ≥ 1
+	MinOffset      int64  // slave log MinOffset; MinOffset == MaxOffset means an empty log
+	MaxOffset      int64  // slave log MaxOffset: the next byte it needs
+	SegmentSize    int64  // must equal the master's
+	LastEpoch      int64  // newest epoch in the slave's epoch file, 0 if none
+	LastEpochStart int64  // start offset of LastEpoch
 	Proof          []byte // empty, or HMAC-SHA256 (ProofLen bytes)
 }
 

@@ -1,0 +1,155 @@
+package hawire
+
+import (
+	"container/heap"
+	"sort"
+	"time"
+)
+
+// ReplStatus is the outcome of a SYNC_MASTER wait.
+type ReplStatus int
+
+// Replication outcomes and the RocketMQ send status each maps to.
+const (
+	// ReplOK: InSyncReplicas copies hold the message (SEND_OK).
+	ReplOK ReplStatus = iota
+	// ReplTimeout: the deadline passed first; the message is stored on the
+	// master but not known to be replicated (FLUSH_SLAVE_TIMEOUT).
+	ReplTimeout
+	// ReplSlaveNotAvailable: too few slaves in sync when the send arrived;
+	// stored on the master only (SLAVE_NOT_AVAILABLE).
+	ReplSlaveNotAvailable
+)
+
+func (s ReplStatus) String() string {
+	switch s {
+	case ReplOK:
+		return "OK"
+	case ReplTimeout:
+		return "FLUSH_SLAVE_TIMEOUT"
+	case ReplSlaveNotAvailable:
+		return "SLAVE_NOT_AVAILABLE"
+	}
+	return "UNKNOWN"
+}
+
+type waiter struct {
+	end      int64
+	deadline time.Time
+	ch       chan ReplStatus
+	hidx     int // index in the deadline heap, -1 once completed
+}
+
+func (w *waiter) complete(s ReplStatus) {
+	w.ch <- s // buffered 1, completed exactly once
+}
+
+// waitQueue holds pending SYNC waiters ordered by end offset (for acks) and
+// by deadline (for the sweeper). No goroutine per waiter: whoever processes
+// an ack or a tick completes the waiters it covers.
+type waitQueue struct {
+	byOff  []*waiter // ascending end; completed ones are skipped lazily
+	head   int
+	byTime deadlineHeap
+}
+
+func (q *waitQueue) Len() int { return len(q.byTime) }
+
+func (q *waitQueue) add(w *waiter) {
+	n := len(q.byOff)
+	if n == q.head || q.byOff[n-1].end <= w.end {
+		q.byOff = append(q.byOff, w)
+	} else {
+		i := q.head + sort.Search(n-q.head, func(i int) bool { return q.byOff[q.head+i].end > w.end })
+		q.byOff = append(q.byOff, nil)
+		copy(q.byOff[i+1:], q.byOff[i:])
+		q.byOff[i] = w
+	}
+	heap.Push(&q.byTime, w)
+}
+
+// completeUpTo completes every waiter whose end ≤ offset with ReplOK and
+// returns how many it completed.
+func (q *waitQueue) completeUpTo(offset int64) int {
+	n := 0
+	for q.head < len(q.byOff) && q.byOff[q.head].end <= offset {
+		w := q.byOff[q.head]
+		q.byOff[q.head] = nil
+		q.head++
+		if w.hidx >= 0 {
+			heap.Remove(&q.byTime, w.hidx)
+			w.complete(ReplOK)
+			n++
+		}
+	}
+	q.compact()
+	return n
+}
+
+// expire completes every waiter whose deadline is ≤ now with ReplTimeout.
+func (q *waitQueue) expire(now time.Time) int {
+	n := 0
+	for len(q.byTime) > 0 && !q.byTime[0].deadline.After(now) {
+		w := heap.Pop(&q.byTime).(*waiter)
+		w.complete(ReplTimeout)
+		n++
+	}
+	q.skipDone()
+	return n
+}
+
+// failAll completes everything with s (used on close).
+func (q *waitQueue) failAll(s ReplStatus) {
+	for len(q.byTime) > 0 {
+		heap.Pop(&q.byTime).(*waiter).complete(s)
+	}
+	q.byOff, q.head = nil, 0
+}
+
+func (q *waitQueue) skipDone() {
+	for q.head < len(q.byOff) && q.byOff[q.head].hidx < 0 {
+		q.byOff[q.head] = nil
+		q.head++
+	}
+	q.compact()
+}
+
+func (q *waitQueue) compact() {
+	if q.head == len(q.byOff) {
+		q.byOff, q.head = q.byOff[:0], 0
+	} else if q.head > 1024 && q.head > len(q.byOff)/2 {
+		n := copy(q.byOff, q.byOff[q.head:])
+		clear(q.byOff[n:])
+		q.byOff, q.head = q.byOff[:n], 0
+	}
+}
+
+// nextDeadline is the earliest pending deadline.
+func (q *waitQueue) nextDeadline() (time.Time, bool) {
+	if len(q.byTime) == 0 {
+		return time.Time{}, false
+	}
+	return q.byTime[0].deadline, true
+}
+
+type deadlineHeap []*waiter
+
+func (h deadlineHeap) Len() int           { return len(h) }
+func (h deadlineHeap) Less(i, j int) bool { return h[i].deadline.Before(h[j].deadline) }
+func (h deadlineHeap) Swap(i, j int) {
+	h[i], h[j] = h[j], h[i]
+	h[i].hidx, h[j].hidx = i, j
+}
+func (h *deadlineHeap) Push(x any) {
+	w := x.(*waiter)
+	w.hidx = len(*h)
+	*h = append(*h, w)
+}
+func (h *deadlineHeap) Pop() any {
+	old := *h
+	w := old[len(old)-1]
+	old[len(old)-1] = nil
+	*h = old[:len(old)-1]
+	w.hidx = -1
+	return w
+}
