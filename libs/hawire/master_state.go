@@ -45,7 +45,7 @@ const maxSamples = 8192
 
 // MasterCounters count events worth an alarm.
 type MasterCounters struct {
-	AckViolations   uint64 // acks backwards, beyond max, beyond sent, flushed > written
+	AckViolations   uint64 // written backwards, beyond max, beyond sent, flushed > written
 	AuthFailures    uint64 // missing or wrong proof
 	HandshakeErrors uint64 // any other rejected handshake
 	ProtocolErrors  uint64 // unexpected frames, garbage
@@ -179,8 +179,6 @@ func (s *MasterState) Ack(id ConnID, a Ack, logMax int64, now time.Time) error {
 		reason = fmt.Sprintf("written %d beyond what was sent (%d)", a.Written, p.next)
 	case a.Flushed > a.Written:
 		reason = fmt.Sprintf("flushed %d beyond written %d", a.Flushed, a.Written)
-	case a.Flushed < p.ackFlushed && a.Flushed < p.ackWritten:
-		reason = fmt.Sprintf("flushed %d goes backwards from %d", a.Flushed, p.ackFlushed)
 	}
 	if reason != "" {
 		s.counters.AckViolations++

@@ -151,8 +151,9 @@ func (s *SlaveState) OnAccept(a Accept, lv LogView, now time.Time) (Ack, error) 
 	s.masterEpoch, s.masterMax, s.confirmed = a.Epoch, a.MasterMax, a.Confirmed
 	s.lastRead, s.lastAck = now, now
 	s.lastErr = nil
-	s.noteCaughtUp(lv.Max, now)
-	return Ack{Written: lv.Max, Flushed: min(lv.Flushed, lv.Max)}, nil
+	s.noteCaughtUp(a.StartOffset, now)
+	// An empty log starts at the master's start offset: nothing below it exists there.
+	return Ack{Written: a.StartOffset, Flushed: min(lv.Flushed, a.StartOffset)}, nil
 }
 
 // DataPlan tells the driver how to apply a Data frame.

@@ -1,0 +1,531 @@
+package hawire
+
+import (
+	"crypto/rand"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/sirupsen/logrus"
+)
+
+// Master is the TCP driver around MasterState: it accepts slave
+// connections on the HA port and runs, per connection, one goroutine that
+// reads acks and one that sends data as soon as the log grows.
+type Master struct {
+	cfg    MasterConfig
+	log    Log
+	lg     logrus.FieldLogger
+	now    func() time.Time
+	mu     sync.Mutex // guards st
+	st     *MasterState
+	ln     net.Listener
+	nextID ConnID
+	conns  map[ConnID]*masterConn
+	// wakers is a copy-on-write snapshot of every sender's wake channel, so
+	// the append path wakes senders without taking mu.
+	wakers     atomic.Pointer[[]chan struct{}]
+	lastSample atomic.Int64
+	sweepWake  chan struct{}
+	closing    chan struct{}
+	closed     atomic.Bool
+	wg         sync.WaitGroup
+}
+
+type masterConn struct {
+	id      ConnID
+	c       net.Conn
+	wake    chan struct{}
+	wmu     sync.Mutex // serialises frame writes
+	closeMu sync.Once
+}
+
+func (mc *masterConn) close() { mc.closeMu.Do(func() { _ = mc.c.Close() }) }
+
+// NewMaster validates cfg and prepares a master around log. It loads the
+// epoch file and starts a new epoch at the log's MaxOffset (see the package
+// doc, "Epochs and divergence").
+func NewMaster(cfg MasterConfig, log Log) (*Master, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = discardLogger()
+	}
+	if cfg.Now == nil {
+		cfg.Now = time.Now
+	}
+	entries, err := LoadEpochFile(cfg.EpochDir)
+	if err != nil {
+		return nil, fmt.Errorf("hawire: master epoch file: %w", err)
+	}
+	hist, err := NewEpochHistory(entries)
+	if err != nil {
+		return nil, err
+	}
+	max := log.MaxOffset()
+	hist.TruncateTo(max + 1) // entries beyond the log (crash during truncation) hold nothing
+	next := EpochEntry{Epoch: 1, StartOffset: max}
+	if l, ok := hist.Last(); ok {
+		next.Epoch = l.Epoch + 1
+		if l.StartOffset == max {
+			hist.entries = hist.entries[:len(hist.entries)-1] // empty epoch: replace it
+		}
+	}
+	if hist.Len() == 0 {
+		next.StartOffset = min(max, log.MinOffset())
+	}
+	if err := hist.Append(next); err != nil {
+		return nil, err
+	}
+	if err := SaveEpochFile(cfg.EpochDir, hist.Entries()); err != nil {
+		return nil, fmt.Errorf("hawire: saving master epoch file: %w", err)
+	}
+	m := &Master{cfg: cfg, log: log, lg: cfg.Logger.WithField("component", "ha-master"), now: cfg.Now,
+		st: NewMasterState(cfg, log.SegmentSize(), hist), conns: map[ConnID]*masterConn{},
+		sweepWake: make(chan struct{}, 1), closing: make(chan struct{})}
+	m.wakers.Store(&[]chan struct{}{})
+	return m, nil
+}
+
+// Start listens on ListenAddr and serves slaves until Close.
+func (m *Master) Start() error {
+	ln, err := net.Listen("tcp", m.cfg.ListenAddr)
+	if err != nil {
+		return fmt.Errorf("hawire: HA listen on %s: %w", m.cfg.ListenAddr, err)
+	}
+	m.ln = ln
+	m.log.OnAppend(m.onAppend)
+	m.lg.WithFields(logrus.Fields{"addr": ln.Addr().String(), "epoch": m.Epoch(), "inSyncReplicas": m.cfg.InSyncReplicas}).
+		Info("HA master listening; 0 slaves connected")
+	m.wg.Add(2)
+	go m.acceptLoop()
+	go m.sweeper()
+	return nil
+}
+
+// Addr is the bound HA address (nil before Start).
+func (m *Master) Addr() net.Addr {
+	if m.ln == nil {
+		return nil
+	}
+	return m.ln.Addr()
+}
+
+// Close stops listening, drops every slave and completes pending waiters
+// with ReplTimeout.
+func (m *Master) Close() error {
+	if m.closed.Swap(true) {
+		return nil
+	}
+	close(m.closing)
+	if m.ln != nil {
+		_ = m.ln.Close()
+	}
+	m.mu.Lock()
+	for _, c := range m.conns {
+		c.close()
+	}
+	m.st.Close()
+	m.mu.Unlock()
+	m.wg.Wait()
+	return nil
+}
+
+// Epoch is the master's current epoch.
+func (m *Master) Epoch() int64 {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.st.Epoch()
+}
+
+// Deadline is now + SlaveTimeout, the default SYNC deadline for a send arriving now.
+func (m *Master) Deadline() time.Time { return m.now().Add(m.cfg.SlaveTimeout) }
+
+// WaitReplicated returns a channel that receives one ReplStatus for a
+// message whose last byte ends at endOffset: ReplOK once InSyncReplicas
+// copies hold it, ReplTimeout at the deadline, ReplSlaveNotAvailable at once
+// when too few slaves are in sync. No goroutine is started per call.
+func (m *Master) WaitReplicated(endOffset int64, deadline time.Time) <-chan ReplStatus {
+	if m.closed.Load() {
+		ch := make(chan ReplStatus, 1)
+		ch <- ReplSlaveNotAvailable
+		return ch
+	}
+	logMax := m.log.MaxOffset()
+	m.mu.Lock()
+	first, had := m.st.NextDeadline()
+	ch := m.st.Wait(endOffset, deadline, logMax, m.now())
+	if n, ok := m.st.NextDeadline(); ok && (!had || n.Before(first)) {
+		select {
+		case m.sweepWake <- struct{}{}:
+		default:
+		}
+	}
+	m.mu.Unlock()
+	return ch
+}
+
+// InSyncCount is the number of copies in sync, the master included.
+func (m *Master) InSyncCount() int {
+	logMax := m.log.MaxOffset()
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.st.InSyncCount(logMax)
+}
+
+// CanAccept is the strict-mode check (MinInSyncReplicas) to make before
+// storing a message; it returns ErrNotEnoughInSync when too few copies are in sync.
+func (m *Master) CanAccept() error {
+	logMax := m.log.MaxOffset()
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.st.CanAccept(logMax)
+}
+
+// Status reports the master and every connected slave.
+func (m *Master) Status() MasterStatus {
+	logMin, logMax := m.log.MinOffset(), m.log.MaxOffset()
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.st.Status(logMin, logMax, m.now())
+}
+
+func (m *Master) onAppend(max int64) {
+	if m.closed.Load() {
+		return
+	}
+	for _, w := range *m.wakers.Load() {
+		select {
+		case w <- struct{}{}:
+		default:
+		}
+	}
+	now := m.now()
+	if last := m.lastSample.Load(); now.UnixNano()-last >= int64(time.Millisecond) && m.lastSample.CompareAndSwap(last, now.UnixNano()) {
+		m.mu.Lock()
+		m.st.Appended(max, now)
+		m.mu.Unlock()
+	}
+}
+
+func (m *Master) publishWakers() {
+	ws := make([]chan struct{}, 0, len(m.conns))
+	for _, c := range m.conns {
+		ws = append(ws, c.wake)
+	}
+	m.wakers.Store(&ws)
+}
+
+func (m *Master) acceptLoop() {
+	defer m.wg.Done()
+	var backoff time.Duration
+	for {
+		c, err := m.ln.Accept()
+		if err != nil {
+			if m.closed.Load() {
+				return
+			}
+			var ne net.Error
+			if errors.As(err, &ne) && ne.Timeout() {
+				continue
+			}
+			backoff = min(max(2*backoff, 5*time.Millisecond), time.Second)
+			m.lg.WithError(err).Warn("HA accept failed")
+			select {
+			case <-time.After(backoff):
+			case <-m.closing:
+				return
+			}
+			continue
+		}
+		backoff = 0
+		if tc, ok := c.(*net.TCPConn); ok {
+			_ = tc.SetNoDelay(true)
+		}
+		var nonce [NonceLen]byte
+		if _, err := rand.Read(nonce[:]); err != nil {
+			m.lg.WithError(err).Error("no randomness for handshake nonce")
+			_ = c.Close()
+			continue
+		}
+		m.mu.Lock()
+		if m.closed.Load() {
+			m.mu.Unlock()
+			_ = c.Close()
+			return
+		}
+		m.nextID++
+		mc := &masterConn{id: m.nextID, c: c, wake: make(chan struct{}, 1)}
+		m.conns[mc.id] = mc
+		hello := m.st.Connect(mc.id, c.RemoteAddr().String(), nonce, m.now())
+		m.mu.Unlock()
+		m.wg.Add(1)
+		go m.serve(mc, hello)
+	}
+}
+
+// drop forgets a connection and closes it.
+func (m *Master) drop(mc *masterConn) {
+	m.mu.Lock()
+	if _, ok := m.conns[mc.id]; ok {
+		delete(m.conns, mc.id)
+		m.st.Disconnect(mc.id)
+		m.publishWakers()
+	}
+	m.mu.Unlock()
+	mc.close()
+}
+
+func (m *Master) write(mc *masterConn, bufs ...[]byte) error {
+	mc.wmu.Lock()
+	defer mc.wmu.Unlock()
+	_ = mc.c.SetWriteDeadline(time.Now().Add(m.cfg.HousekeepingInterval))
+	nb := net.Buffers(bufs)
+	_, err := nb.WriteTo(mc.c)
+	return err
+}
+
+// sendError writes an Error frame (best effort) before the connection is closed.
+func (m *Master) sendError(mc *masterConn, ef ErrorFrame) {
+	mc.wmu.Lock()
+	defer mc.wmu.Unlock()
+	_ = mc.c.SetWriteDeadline(time.Now().Add(time.Second))
+	_, _ = mc.c.Write(AppendError(nil, ef))
+}
+
+func (m *Master) serve(mc *masterConn, hello Hello) {
+	defer m.wg.Done()
+	defer m.drop(mc)
+	lg := m.lg.WithField("peer", mc.c.RemoteAddr().String())
+	if err := m.write(mc, AppendHello(nil, hello)); err != nil {
+		lg.WithError(err).Debug("HA hello write failed")
+		return
+	}
+	fr := NewFrameReader(mc.c, 64<<10)
+	_ = mc.c.SetReadDeadline(time.Now().Add(m.cfg.HousekeepingInterval))
+	typ, body, err := fr.Next(MaxHandshakeFrame)
+	if err != nil {
+		m.protocolError(mc, lg, fmt.Errorf("reading handshake: %w", err))
+		return
+	}
+	if typ != FrameHandshake {
+		m.protocolError(mc, lg, fmt.Errorf("%w: %s before handshake", ErrUnexpectedFrame, typ))
+		return
+	}
+	hs, err := DecodeHandshake(body)
+	if err != nil {
+		m.protocolError(mc, lg, err)
+		return
+	}
+	lg = lg.WithField("brokerId", hs.BrokerID)
+	logMin, logMax := m.log.MinOffset(), m.log.MaxOffset()
+	m.mu.Lock()
+	acc, replaced, ef := m.st.Handshake(mc.id, hs, logMin, logMax, m.now())
+	var old *masterConn
+	if ef == nil {
+		old = m.conns[replaced]
+		m.publishWakers()
+	}
+	m.mu.Unlock()
+	if ef != nil {
+		lg.WithFields(logrus.Fields{"code": ef.Code.String(), "offset": ef.Offset, "slaveMax": hs.MaxOffset}).
+			Warn("HA handshake rejected: " + ef.Message)
+		m.sendError(mc, *ef)
+		return
+	}
+	if old != nil {
+		lg.Info("HA slave reconnected; closing its previous connection")
+		m.drop(old)
+	}
+	if err := m.write(mc, AppendAccept(nil, acc)); err != nil {
+		return
+	}
+	lg.WithFields(logrus.Fields{"start": acc.StartOffset, "masterMax": acc.MasterMax}).Info("HA slave connected")
+	_ = mc.c.SetReadDeadline(time.Time{})
+	done := make(chan struct{})
+	m.wg.Add(1)
+	go func() {
+		defer m.wg.Done()
+		m.sendLoop(mc, lg, done)
+	}()
+	m.readLoop(mc, lg, fr)
+	close(done)
+}
+
+func (m *Master) protocolError(mc *masterConn, lg logrus.FieldLogger, err error) {
+	m.mu.Lock()
+	m.st.ProtocolError(mc.id)
+	m.mu.Unlock()
+	if !errors.Is(err, io.EOF) && !m.closed.Load() {
+		lg.WithError(err).Warn("HA connection closed: protocol error")
+	}
+	m.sendError(mc, ErrorFrame{Code: CodeProtocol, Message: err.Error()})
+}
+
+func (m *Master) readLoop(mc *masterConn, lg logrus.FieldLogger, fr *FrameReader) {
+	for {
+		typ, body, err := fr.Next(MaxControlFrame)
+		if err != nil {
+			if !m.closed.Load() && !errors.Is(err, net.ErrClosed) {
+				if errors.Is(err, io.EOF) {
+					lg.Info("HA slave disconnected")
+				} else {
+					m.protocolError(mc, lg, err)
+				}
+			}
+			return
+		}
+		switch typ {
+		case FrameAck:
+			a, err := DecodeAck(body)
+			if err != nil {
+				m.protocolError(mc, lg, err)
+				return
+			}
+			logMax := m.log.MaxOffset()
+			m.mu.Lock()
+			err = m.st.Ack(mc.id, a, logMax, m.now())
+			m.mu.Unlock()
+			if err != nil {
+				lg.WithError(err).WithFields(logrus.Fields{"written": a.Written, "flushed": a.Flushed, "masterMax": logMax}).
+					Error("HA invalid acknowledgement; closing connection")
+				m.sendError(mc, ErrorFrame{Code: CodeProtocol, Offset: a.Written, Message: err.Error()})
+				return
+			}
+		case FrameError:
+			e, _ := DecodeError(body)
+			lg.WithFields(logrus.Fields{"code": e.Code.String(), "offset": e.Offset}).Warn("HA slave reported an error: " + e.Message)
+			return
+		default:
+			m.protocolError(mc, lg, fmt.Errorf("%w: %s from slave", ErrUnexpectedFrame, typ))
+			return
+		}
+	}
+}
+
+func (m *Master) sendLoop(mc *masterConn, lg logrus.FieldLogger, done <-chan struct{}) {
+	defer mc.close()
+	timer := time.NewTimer(m.cfg.HeartbeatInterval)
+	defer timer.Stop()
+	hdr := make([]byte, 0, 64)
+	for {
+		logMax := m.log.MaxOffset()
+		now := m.now()
+		m.mu.Lock()
+		plan := m.st.Plan(mc.id, logMax, now)
+		wait := m.st.HeartbeatWait(mc.id, now)
+		var hb Heartbeat
+		if plan.Heartbeat {
+			hb = m.st.HeartbeatFrame(mc.id, logMax)
+		}
+		m.mu.Unlock()
+		switch {
+		case plan.Data:
+			data, err := m.log.ReadRaw(plan.Offset, plan.MaxBytes)
+			if err == nil && len(data) == 0 {
+				// A record larger than the batch: read it whole.
+				data, err = m.log.ReadRaw(plan.Offset, MaxDataFrame-DataHeaderLen)
+			}
+			if err == nil && len(data) == 0 {
+				err = fmt.Errorf("%w: no record readable at %d below max %d", ErrPartialRecord, plan.Offset, logMax)
+			}
+			if err == nil {
+				err = CheckRecords(plan.Offset, data, m.log.SegmentSize())
+			}
+			if err != nil {
+				lg.WithError(err).WithField("offset", plan.Offset).Error("HA cannot read the log for a slave; closing connection")
+				return
+			}
+			m.mu.Lock()
+			d := m.st.DataHeader(plan, data, logMax)
+			m.mu.Unlock()
+			hdr = AppendDataHeader(hdr[:0], d, len(data))
+			if err := m.write(mc, hdr, data); err != nil {
+				return
+			}
+			m.mu.Lock()
+			err = m.st.Sent(mc.id, plan.Offset, len(data), m.now())
+			m.mu.Unlock()
+			if err != nil {
+				return
+			}
+			continue
+		case plan.Heartbeat:
+			if err := m.write(mc, AppendHeartbeat(hdr[:0], hb)); err != nil {
+				return
+			}
+			m.mu.Lock()
+			err := m.st.Sent(mc.id, 0, 0, m.now())
+			m.mu.Unlock()
+			if err != nil {
+				return
+			}
+			continue
+		}
+		if !timer.Stop() {
+			select {
+			case <-timer.C:
+			default:
+			}
+		}
+		timer.Reset(max(wait, time.Millisecond))
+		select {
+		case <-mc.wake:
+		case <-timer.C:
+		case <-done:
+			return
+		case <-m.closing:
+			return
+		}
+	}
+}
+
+// sweeper completes expired waiters at their deadlines and drops silent slaves.
+func (m *Master) sweeper() {
+	defer m.wg.Done()
+	check := min(m.cfg.HousekeepingInterval/4, time.Second)
+	timer := time.NewTimer(check)
+	defer timer.Stop()
+	for {
+		select {
+		case <-m.closing:
+			return
+		case <-timer.C:
+		case <-m.sweepWake:
+		}
+		now := m.now()
+		m.mu.Lock()
+		dead := m.st.Expire(now)
+		var conns []*masterConn
+		for _, id := range dead {
+			if c := m.conns[id]; c != nil {
+				conns = append(conns, c)
+				delete(m.conns, id)
+			}
+		}
+		if len(dead) > 0 {
+			m.publishWakers()
+		}
+		next := check
+		if d, ok := m.st.NextDeadline(); ok {
+			next = min(next, max(d.Sub(now), 0))
+		}
+		m.mu.Unlock()
+		for _, c := range conns {
+			m.lg.WithField("peer", c.c.RemoteAddr().String()).Warn("HA slave silent for longer than the housekeeping interval; dropping it")
+			c.close()
+		}
+		if !timer.Stop() {
+			select {
+			case <-timer.C:
+			default:
+			}
+		}
+		timer.Reset(next)
+	}
+}

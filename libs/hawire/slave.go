@@ -1,0 +1,473 @@
+package hawire
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"sync"
+	"time"
+
+	"github.com/sirupsen/logrus"
+)
+
+// Slave is the TCP driver around SlaveState: it dials the master found by
+// Discovery, appends what it receives with AppendRaw, acknowledges after
+// every append and every HeartbeatInterval, follows the documented
+// recovery on Error frames, and reconnects with a capped backoff.
+type Slave struct {
+	cfg        SlaveConfig
+	log        Log
+	d          Discovery
+	lg         logrus.FieldLogger
+	now        func() time.Time
+	mu         sync.Mutex // guards st, addr, conn, reconnects
+	st         *SlaveState
+	addr       string
+	conn       net.Conn
+	reconnects uint64
+	addrCh     chan struct{}
+	ctx        context.Context
+	cancel     context.CancelFunc
+	wg         sync.WaitGroup
+	started    bool
+}
+
+// NewSlave validates cfg and loads the slave's epoch file, dropping entries
+// beyond the log's end (left by a crash during truncation).
+func NewSlave(cfg SlaveConfig, log Log, d Discovery) (*Slave, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = discardLogger()
+	}
+	if cfg.Now == nil {
+		cfg.Now = time.Now
+	}
+	entries, err := LoadEpochFile(cfg.EpochDir)
+	if err != nil {
+		return nil, fmt.Errorf("hawire: slave epoch file: %w", err)
+	}
+	hist, err := NewEpochHistory(entries)
+	if err != nil {
+		return nil, err
+	}
+	if log.MinOffset() == log.MaxOffset() {
+		hist.entries = nil
+	} else {
+		hist.TruncateTo(log.MaxOffset() + 1)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	return &Slave{cfg: cfg, log: log, d: d, lg: cfg.Logger.WithField("component", "ha-slave"), now: cfg.Now,
+		st: NewSlaveState(cfg, hist), addrCh: make(chan struct{}, 1), ctx: ctx, cancel: cancel}, nil
+}
+
+// Start begins replicating in the background.
+func (s *Slave) Start() error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.ctx.Err() != nil {
+		return ErrClosed
+	}
+	if s.started {
+		return nil
+	}
+	s.started = true
+	s.wg.Add(2)
+	go s.watch()
+	go s.run()
+	return nil
+}
+
+// Close stops replication and waits for the goroutines.
+func (s *Slave) Close() error {
+	s.cancel()
+	s.mu.Lock()
+	if s.conn != nil {
+		_ = s.conn.Close()
+	}
+	s.mu.Unlock()
+	s.wg.Wait()
+	return nil
+}
+
+// Status reports the slave's replication state.
+func (s *Slave) Status() SlaveStatus {
+	lv := s.view()
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	st := s.st.Status(lv, s.now())
+	st.MasterAddr = s.addr
+	st.Reconnects = s.reconnects
+	return st
+}
+
+func (s *Slave) view() LogView {
+	return LogView{Min: s.log.MinOffset(), Max: s.log.MaxOffset(), Flushed: s.log.FlushedOffset(), SegmentSize: s.log.SegmentSize()}
+}
+
+// watch follows Discovery; an address change closes the current connection.
+func (s *Slave) watch() {
+	defer s.wg.Done()
+	ch := s.d.Watch(s.ctx)
+	for {
+		select {
+		case <-s.ctx.Done():
+			return
+		case a, ok := <-ch:
+			if !ok {
+				return
+			}
+			s.mu.Lock()
+			changed := a != s.addr
+			s.addr = a
+			if changed && s.conn != nil {
+				s.lg.WithField("addr", a).Info("HA master address changed; reconnecting")
+				_ = s.conn.Close()
+			}
+			s.mu.Unlock()
+			select {
+			case s.addrCh <- struct{}{}:
+			default:
+			}
+		}
+	}
+}
+
+func (s *Slave) sleep(d time.Duration) bool {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return true
+	case <-s.addrCh:
+		return true
+	case <-s.ctx.Done():
+		return false
+	}
+}
+
+func (s *Slave) run() {
+	defer s.wg.Done()
+	backoff := s.cfg.ReconnectMin
+	for s.ctx.Err() == nil {
+		s.mu.Lock()
+		addr := s.addr
+		s.mu.Unlock()
+		if addr == "" {
+			select {
+			case <-s.addrCh:
+				continue
+			case <-s.ctx.Done():
+				return
+			}
+		}
+		dialer := net.Dialer{Timeout: s.cfg.DialTimeout}
+		conn, err := dialer.DialContext(s.ctx, "tcp", addr)
+		if err != nil {
+			if s.ctx.Err() != nil {
+				return
+			}
+			s.lg.WithError(err).WithFields(logrus.Fields{"addr": addr, "retryIn": backoff.String()}).Warn("HA slave cannot reach master")
+			s.mu.Lock()
+			s.st.lastErr = fmt.Errorf("dial %s: %w", addr, err)
+			s.mu.Unlock()
+			if !s.sleep(backoff) {
+				return
+			}
+			backoff = min(2*backoff, s.cfg.ReconnectMax)
+			continue
+		}
+		if tc, ok := conn.(*net.TCPConn); ok {
+			_ = tc.SetNoDelay(true)
+		}
+		accepted, rec, err := s.session(conn, addr)
+		_ = conn.Close()
+		s.mu.Lock()
+		s.conn = nil
+		s.reconnects++
+		s.st.Disconnected(err)
+		s.mu.Unlock()
+		if s.ctx.Err() != nil {
+			return
+		}
+		if accepted {
+			backoff = s.cfg.ReconnectMin
+		}
+		lg := s.lg.WithField("addr", addr)
+		if rec != nil {
+			switch rec.Kind {
+			case RecoverStop:
+				lg.WithError(rec.Err).Error("HA replication stopped; manual action needed (see OnTooOld / OnDiverged)")
+				return
+			case RecoverTruncate, RecoverReset:
+				if err := s.recover(*rec); err != nil {
+					lg.WithError(err).Error("HA recovery failed; replication stopped")
+					s.mu.Lock()
+					s.st.Fail(fmt.Errorf("%w: recovery: %v", ErrFailed, err))
+					s.mu.Unlock()
+					return
+				}
+				backoff = s.cfg.ReconnectMin
+				continue // reconnect at once
+			default:
+				lg.WithError(rec.Err).Warn("HA master refused the connection; retrying")
+			}
+		} else if err != nil && !errors.Is(err, net.ErrClosed) {
+			lg.WithError(err).Warn("HA connection to master lost")
+		}
+		if !s.sleep(backoff) {
+			return
+		}
+		backoff = min(2*backoff, s.cfg.ReconnectMax)
+	}
+}
+
+// recover truncates or wipes the log as the master asked: the log first,
+// then the epoch file (an epoch entry beyond the log end is dropped on load).
+func (s *Slave) recover(rec Recovery) error {
+	lg := s.lg.WithField("offset", rec.Offset)
+	switch rec.Kind {
+	case RecoverTruncate:
+		if rec.Offset <= s.log.MinOffset() {
+			lg.Warn("HA log shares nothing with the master; wiping it")
+			if err := s.log.Reset(s.log.MinOffset()); err != nil {
+				return err
+			}
+		} else {
+			lg.WithField("oldMax", s.log.MaxOffset()).Warn("HA log diverged from the master; truncating to the common point")
+			if err := s.log.Truncate(rec.Offset); err != nil {
+				return err
+			}
+		}
+	case RecoverReset:
+		seg := s.log.SegmentSize()
+		lg.WithField("oldMax", s.log.MaxOffset()).Warn("HA log is older than the master's oldest segment; wiping and copying again")
+		if err := s.log.Reset(rec.Offset - rec.Offset%seg); err != nil {
+			return err
+		}
+	}
+	s.mu.Lock()
+	h := s.st.Epochs()
+	if s.log.MinOffset() == s.log.MaxOffset() {
+		h.entries = nil
+	} else {
+		h.TruncateTo(s.log.MaxOffset())
+	}
+	entries := h.Entries()
+	s.mu.Unlock()
+	return SaveEpochFile(s.cfg.EpochDir, entries)
+}
+
+func (s *Slave) writeFrame(conn net.Conn, wmu *sync.Mutex, b []byte) error {
+	wmu.Lock()
+	defer wmu.Unlock()
+	_ = conn.SetWriteDeadline(time.Now().Add(s.cfg.HousekeepingInterval))
+	_, err := conn.Write(b)
+	return err
+}
+
+// session runs one connection. accepted reports whether streaming started.
+func (s *Slave) session(conn net.Conn, addr string) (accepted bool, rec *Recovery, err error) {
+	s.mu.Lock()
+	if s.ctx.Err() != nil {
+		s.mu.Unlock()
+		return false, nil, ErrClosed
+	}
+	s.conn = conn
+	s.st.Connected(s.now())
+	s.mu.Unlock()
+	lg := s.lg.WithField("addr", addr)
+	var wmu sync.Mutex
+	fr := NewFrameReader(conn, 1<<20)
+	_ = conn.SetReadDeadline(time.Now().Add(s.cfg.HousekeepingInterval))
+
+	// next reads a frame; an Error frame becomes a Recovery.
+	next := func(limit int) (FrameType, []byte, *Recovery, error) {
+		typ, body, err := fr.Next(limit)
+		if err != nil {
+			return 0, nil, nil, err
+		}
+		if typ == FrameError {
+			e, err := DecodeError(body)
+			if err != nil {
+				return 0, nil, nil, err
+			}
+			s.mu.Lock()
+			r := s.st.OnError(e)
+			s.mu.Unlock()
+			return typ, nil, &r, r.Err
+		}
+		return typ, body, nil, nil
+	}
+	protocol := func(err error) (bool, *Recovery, error) {
+		_ = s.writeFrame(conn, &wmu, AppendError(nil, ErrorFrame{Code: codeFor(err), Message: err.Error()}))
+		return accepted, nil, err
+	}
+
+	typ, body, r, err := next(MaxHandshakeFrame)
+	if r != nil || err != nil {
+		return false, r, err
+	}
+	if typ != FrameHello {
+		return protocol(fmt.Errorf("%w: %s instead of HELLO", ErrUnexpectedFrame, typ))
+	}
+	hello, err := DecodeHello(body)
+	if err != nil {
+		return protocol(err)
+	}
+	s.mu.Lock()
+	hs, err := s.st.OnHello(hello, s.view(), s.now())
+	s.mu.Unlock()
+	if err != nil {
+		if errors.Is(err, ErrUnsupportedVersion) {
+			r := Recovery{Kind: RecoverStop, Err: err}
+			s.mu.Lock()
+			s.st.Fail(err)
+			s.mu.Unlock()
+			_, _, _ = protocol(err)
+			return false, &r, err
+		}
+		return protocol(err)
+	}
+	if err := s.writeFrame(conn, &wmu, AppendHandshake(nil, hs)); err != nil {
+		return false, nil, err
+	}
+	typ, body, r, err = next(MaxControlFrame)
+	if r != nil || err != nil {
+		return false, r, err
+	}
+	if typ != FrameAccept {
+		return protocol(fmt.Errorf("%w: %s instead of ACCEPT", ErrUnexpectedFrame, typ))
+	}
+	acc, err := DecodeAccept(body)
+	if err != nil {
+		return protocol(err)
+	}
+	s.mu.Lock()
+	ack, err := s.st.OnAccept(acc, s.view(), s.now())
+	s.mu.Unlock()
+	if err != nil {
+		return protocol(err)
+	}
+	accepted = true
+	lg.WithFields(logrus.Fields{"start": acc.StartOffset, "masterMax": acc.MasterMax, "epoch": acc.Epoch}).Info("HA slave connected to master")
+	if err := s.writeFrame(conn, &wmu, AppendAck(nil, ack)); err != nil {
+		return accepted, nil, err
+	}
+	_ = conn.SetReadDeadline(time.Time{})
+
+	stop := make(chan struct{})
+	defer close(stop)
+	s.wg.Add(1)
+	go s.heartbeat(conn, &wmu, stop)
+
+	ackBuf := make([]byte, 0, 32)
+	for {
+		typ, body, r, err := next(MaxDataFrame)
+		if r != nil || err != nil {
+			return accepted, r, err
+		}
+		switch typ {
+		case FrameData:
+			d, err := DecodeData(body)
+			if err != nil {
+				return protocol(err)
+			}
+			s.mu.Lock()
+			plan, err := s.st.OnData(d, s.view(), s.now())
+			var entries []EpochEntry
+			if err == nil && plan.NewEpoch != nil {
+				entries = append(s.st.Epochs().Entries(), *plan.NewEpoch)
+			}
+			s.mu.Unlock()
+			if err != nil {
+				lg.WithError(err).WithField("offset", d.StartOffset).Error("HA bad data frame from master")
+				return protocol(err)
+			}
+			if plan.NewEpoch != nil {
+				if err := SaveEpochFile(s.cfg.EpochDir, entries); err != nil {
+					return accepted, nil, fmt.Errorf("saving epoch file: %w", err)
+				}
+			}
+			if err := s.log.AppendRaw(d.StartOffset, d.Records); err != nil {
+				lg.WithError(err).WithField("offset", d.StartOffset).Error("HA append to the local log failed")
+				return accepted, nil, fmt.Errorf("append at %d: %w", d.StartOffset, err)
+			}
+			s.mu.Lock()
+			a := s.st.Appended(plan.NewEpoch, s.view(), s.now())
+			s.mu.Unlock()
+			ackBuf = AppendAck(ackBuf[:0], a)
+			if err := s.writeFrame(conn, &wmu, ackBuf); err != nil {
+				return accepted, nil, err
+			}
+		case FrameHeartbeat:
+			h, err := DecodeHeartbeat(body)
+			if err != nil {
+				return protocol(err)
+			}
+			s.mu.Lock()
+			err = s.st.OnHeartbeat(h, s.view(), s.now())
+			s.mu.Unlock()
+			if err != nil {
+				return protocol(err)
+			}
+		default:
+			return protocol(fmt.Errorf("%w: %s from master", ErrUnexpectedFrame, typ))
+		}
+	}
+}
+
+// heartbeat sends acks every HeartbeatInterval and closes a connection the
+// master has been silent on for HousekeepingInterval.
+func (s *Slave) heartbeat(conn net.Conn, wmu *sync.Mutex, stop <-chan struct{}) {
+	defer s.wg.Done()
+	t := time.NewTicker(max(min(s.cfg.HeartbeatInterval/4, time.Second), time.Millisecond))
+	defer t.Stop()
+	for {
+		select {
+		case <-stop:
+			return
+		case <-s.ctx.Done():
+			return
+		case <-t.C:
+		}
+		now := s.now()
+		s.mu.Lock()
+		expired := s.st.Expired(now)
+		due := s.st.AckDue(now)
+		if due {
+			s.st.AckSent(now)
+		}
+		s.mu.Unlock()
+		if expired {
+			s.lg.Warn("HA master silent for longer than the housekeeping interval; reconnecting")
+			_ = conn.Close()
+			return
+		}
+		if due {
+			if err := s.heartbeatAck(conn, wmu); err != nil {
+				if !errors.Is(err, net.ErrClosed) && !errors.Is(err, io.EOF) {
+					s.lg.WithError(err).Debug("HA heartbeat ack failed")
+				}
+				return
+			}
+		}
+	}
+}
+
+// heartbeatAck reads the offsets while holding the write lock, so it never
+// sends a smaller written offset after the receive loop sent a larger one.
+func (s *Slave) heartbeatAck(conn net.Conn, wmu *sync.Mutex) error {
+	wmu.Lock()
+	defer wmu.Unlock()
+	flushed := s.log.FlushedOffset()
+	s.mu.Lock()
+	w := s.st.next
+	s.mu.Unlock()
+	_ = conn.SetWriteDeadline(time.Now().Add(s.cfg.HousekeepingInterval))
+	_, err := conn.Write(AppendAck(nil, Ack{Written: w, Flushed: min(flushed, w)}))
+	return err
+}
