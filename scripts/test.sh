@@ -1,0 +1,23 @@
+#!/usr/bin/env bash
+# The project's test command (`make test`, also run by .ci/run): installs what the tests need,
+# then checks formatting, vets every module and runs every test of every module.
+set -euo pipefail
+ROOT=$(cd "$(dirname "$0")/.." && pwd)
+cd "$ROOT"
+eval "$(scripts/deps.sh --env)"
+
+echo "== gofmt"
+unformatted=$(gofmt -l $(go list -m -f '{{.Dir}}'))
+if [ -n "$unformatted" ]; then echo "gofmt: these files need formatting:"; echo "$unformatted"; exit 1; fi
+
+echo "== go vet"
+for m in $(go list -m -f '{{.Dir}}'); do (cd "$m" && go vet ./...); done
+
+echo "== build"
+export RMQHA_BIN_DIR=$ROOT/bin
+scripts/build.sh "$RMQHA_BIN_DIR"
+
+echo "== go test"
+patterns=$(go list -m -f '{{.Path}}/...')
+# -p 2: this runs on 2 cores; packages that start processes size themselves for that.
+go test -count=1 -p 2 -timeout 30m ${GOTEST_FLAGS:-} $patterns
