@@ -2,6 +2,12 @@ module github.com/rmqha/rmqha/libs/broker
 
 go 1.26
 
-require github.com/stretchr/testify v1.12.1
+require (
+	github.com/sirupsen/logrus v1.10.2
+	github.com/stretchr/testify v1.12.1
+)
 
-require go.yaml.in/yaml/v3 v3.0.5 // indirect
+require (
+	go.yaml.in/yaml/v3 v3.0.5 // indirect
+	golang.org/x/sys v0.13.0 // indirect
+)

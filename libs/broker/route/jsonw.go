@@ -44,6 +44,9 @@ func appendString(dst []byte, s string) []byte {
 	return append(dst, '"')
 }
 
+// AppendString writes s as a compact JSON string (without HTML escaping).
+func AppendString(dst []byte, s string) []byte { return appendString(dst, s) }
+
 func appendKey(dst []byte, k string) []byte {
 	dst = appendString(dst, k)
 	return append(dst, ':')

@@ -40,9 +40,12 @@ func NewTopicConfig(name string) TopicConfig {
 	}
 }
 
-// Clone returns a deep copy (the attribute map is not shared).
+// Clone returns a deep copy (the attribute map is not shared; an empty map
+// becomes nil).
 func (c TopicConfig) Clone() TopicConfig {
-	if c.Attributes != nil {
+	if len(c.Attributes) == 0 {
+		c.Attributes = nil
+	} else {
 		c.Attributes = maps.Clone(c.Attributes)
 	}
 	return c
@@ -125,7 +128,8 @@ func (w TopicConfigSerializeWrapper) MarshalJSON() ([]byte, error) {
 }
 
 // DecodeTopicConfigSerializeWrapper parses the wrapper (fastjson keys
-// accepted). A table entry whose topicName is empty takes its map key.
+// accepted). A table entry whose topicName is empty takes its map key; an
+// empty attributes object decodes as nil.
 func DecodeTopicConfigSerializeWrapper(data []byte) (TopicConfigSerializeWrapper, error) {
 	var w TopicConfigSerializeWrapper
 	if err := decodeLenient(data, &w); err != nil {
@@ -139,8 +143,8 @@ func fixTopicNames(t map[string]TopicConfig) {
 	for k, c := range t {
 		if c.TopicName == "" {
 			c.TopicName = k
-			t[k] = c
 		}
+		t[k] = c.Clone()
 	}
 }
 
