@@ -196,11 +196,11 @@ func TestServerOversizeFrame(t *testing.T) {
 func TestServerGarbage(t *testing.T) {
 	s, hook := startServer(t, nil, func(s *Server) { s.HandleFunc(testCode, echo) })
 	for name, junk := range map[string][]byte{
-		"http":          []byte("GET / HTTP/1.1\r\nHost: x\r\n\r\n"),
-		"tiny length":   {0, 0, 0, 2, 1, 2},
-		"negative":      {0x80, 0, 0, 0},
-		"unknown type":  {0, 0, 0, 6, 7, 0, 0, 2, '{', '}'},
-		"no opaque":     rawJSONFrame(`{"code":10,`, nil),
+		"http":           []byte("GET / HTTP/1.1\r\nHost: x\r\n\r\n"),
+		"tiny length":    {0, 0, 0, 2, 1, 2},
+		"negative":       {0x80, 0, 0, 0},
+		"unknown type":   {0, 0, 0, 6, 7, 0, 0, 2, '{', '}'},
+		"no opaque":      rawJSONFrame(`{"code":10,`, nil),
 		"header overrun": {0, 0, 0, 4, 0, 0, 0, 9},
 	} {
 		t.Run(name, func(t *testing.T) {
