@@ -27,6 +27,10 @@ var (
 	// ErrFlushTimeout is delivered by WaitFlush when the deadline passes
 	// before the bytes are fsynced (FLUSH_DISK_TIMEOUT).
 	ErrFlushTimeout = errors.New("commitlog: flush timeout")
+	// ErrDispatchTimeout is returned by WaitDispatched when the deadline passes.
+	ErrDispatchTimeout = errors.New("commitlog: dispatch wait timed out")
+	// ErrNotFound is returned for a queue or message that does not exist.
+	ErrNotFound = errors.New("commitlog: not found")
 	// ErrOffsetMismatch is returned by AppendRaw when the offset is not the
 	// local max offset.
 	ErrOffsetMismatch = errors.New("commitlog: offset mismatch")

@@ -15,21 +15,21 @@ const (
 
 // SysFlag bits used by the store.
 const (
-	SysFlagCompressed     int32 = 0x1
-	SysFlagMultiTags      int32 = 0x2
-	SysFlagTxPrepared     int32 = 0x4
-	SysFlagTxCommit       int32 = 0x8
-	SysFlagTxRollback     int32 = 0xC
-	SysFlagTxMask         int32 = 0xC
-	SysFlagBornHostV6     int32 = 0x10
-	SysFlagStoreHostV6    int32 = 0x20
-	MaxTopicLength              = 127
-	MaxPropertiesLength         = 32767
-	BlankMinLength              = 8 // a segment always keeps room for a BLANK header
-	recordFixedV4               = 91
-	minRecordSize               = recordFixedV4 // smallest V1 IPv4 record (empty body/topic/props)
-	storeTimestampPosV4Born     = 56
-	storeTimestampPosV6BornDiff = 12
+	SysFlagCompressed           int32 = 0x1
+	SysFlagMultiTags            int32 = 0x2
+	SysFlagTxPrepared           int32 = 0x4
+	SysFlagTxCommit             int32 = 0x8
+	SysFlagTxRollback           int32 = 0xC
+	SysFlagTxMask               int32 = 0xC
+	SysFlagBornHostV6           int32 = 0x10
+	SysFlagStoreHostV6          int32 = 0x20
+	MaxTopicLength                    = 127
+	MaxPropertiesLength               = 32767
+	BlankMinLength                    = 8 // a segment always keeps room for a BLANK header
+	recordFixedV4                     = 91
+	minRecordSize                     = recordFixedV4 // smallest V1 IPv4 record (empty body/topic/props)
+	storeTimestampPosV4Born           = 56
+	storeTimestampPosV6BornDiff       = 12
 )
 
 // Record holds every field of a stored CommitLog record (RocketMQ V1 layout).
@@ -342,6 +342,8 @@ type recordMeta struct {
 	storeTimestamp int64
 	topic          []byte
 	props          []byte
+	body           []byte
+	bodyCRC        int32
 }
 
 // parseMeta walks the length fields of a record (no CRC check); b must hold
@@ -372,7 +374,7 @@ func parseMeta(b []byte) (recordMeta, error) {
 	d := decoder{b: b[:total]}
 	m.size = int32(d.u32())
 	d.u32() // magic
-	d.u32() // crc
+	m.bodyCRC = int32(d.u32())
 	m.queueID = int32(d.u32())
 	d.u32() // flag
 	m.queueOffset = int64(d.u64())
@@ -396,7 +398,7 @@ func parseMeta(b []byte) (recordMeta, error) {
 	if d.err == nil && bodyLen < 0 {
 		return m, corrupt(int64(d.pos), "negative body length")
 	}
-	d.bytes(int(bodyLen))
+	m.body = d.bytes(int(bodyLen))
 	var topicLen int
 	if magic == MagicV2 {
 		topicLen = int(d.u16())
@@ -417,3 +419,6 @@ func parseMeta(b []byte) (recordMeta, error) {
 	}
 	return m, nil
 }
+
+func be32(b []byte) uint32 { return binary.BigEndian.Uint32(b) }
+func be64(b []byte) uint64 { return binary.BigEndian.Uint64(b) }

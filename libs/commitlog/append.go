@@ -1,0 +1,314 @@
+package commitlog
+
+import (
+	"fmt"
+	"path/filepath"
+)
+
+var zeroPage = make([]byte, 64<<10)
+
+func (s *Store) validate(m *Message) error {
+	if err := ValidateTopic(m.Topic); err != nil {
+		return err
+	}
+	if len(m.Body) > s.cfg.MaxMessageSize {
+		return fmt.Errorf("%w: body %d bytes, max %d", ErrMessageTooLarge, len(m.Body), s.cfg.MaxMessageSize)
+	}
+	if len(m.Properties) > MaxPropertiesLength {
+		return fmt.Errorf("%w: %d bytes", ErrPropertiesTooLarge, len(m.Properties))
+	}
+	return nil
+}
+
+func isDispatchable(sysFlag int32) bool {
+	t := sysFlag & SysFlagTxMask
+	return t != SysFlagTxPrepared && t != SysFlagTxRollback
+}
+
+// Append stores one message and returns where it went. The bytes are in the
+// page cache when Append returns; WaitFlush(res.EndOffset, …) waits for fsync.
+func (s *Store) Append(m *Message) (AppendResult, error) {
+	var res [1]AppendResult
+	one := [1]*Message{m}
+	if err := s.appendBatch(one[:], res[:]); err != nil {
+		return AppendResult{}, err
+	}
+	return res[0], nil
+}
+
+// AppendBatch stores messages of one topic and queue as one contiguous run
+// with consecutive queue offsets, never interleaved with other appends.
+func (s *Store) AppendBatch(ms []*Message) ([]AppendResult, error) {
+	if len(ms) == 0 {
+		return nil, nil
+	}
+	res := make([]AppendResult, len(ms))
+	if err := s.appendBatch(ms, res); err != nil {
+		return nil, err
+	}
+	return res, nil
+}
+
+func (s *Store) appendBatch(ms []*Message, res []AppendResult) error {
+	total := 0
+	for i, m := range ms {
+		if err := s.validate(m); err != nil {
+			return err
+		}
+		if i > 0 && (m.Topic != ms[0].Topic || m.QueueID != ms[0].QueueID) {
+			return ErrBatchMixed
+		}
+		total += RecordSize(len(m.Body), len(m.Topic), len(m.Properties), isV6(m.BornHost), isV6(s.cfg.StoreHost))
+	}
+	if int64(total)+BlankMinLength > s.segSize {
+		return fmt.Errorf("%w: %d record bytes do not fit a %d-byte segment", ErrMessageTooLarge, total, s.segSize)
+	}
+	s.appendMu.Lock()
+	if err := s.writable(); err != nil {
+		s.appendMu.Unlock()
+		return err
+	}
+	pos := s.maxOffset.Load()
+	if rem := s.segEnd(pos) - pos; int64(total)+BlankMinLength > rem {
+		if err := s.writePadding(pos, rem); err != nil {
+			s.appendMu.Unlock()
+			return err
+		}
+		pos += rem
+	}
+	now := s.cfg.Now().UnixMilli()
+	key := qkey{ms[0].Topic, ms[0].QueueID}
+	qoff := s.queueOffsets[key]
+	buf := s.encBuf[:0]
+	off := pos
+	for i, m := range ms {
+		q := int64(0)
+		if isDispatchable(m.SysFlag) {
+			q = qoff
+			qoff++
+		}
+		start := len(buf)
+		buf = AppendRecord(buf, &Record{
+			BodyCRC:                   BodyCRC(m.Body),
+			QueueID:                   m.QueueID,
+			Flag:                      m.Flag,
+			QueueOffset:               q,
+			PhysicalOffset:            off,
+			SysFlag:                   m.SysFlag,
+			BornTimestamp:             m.BornTimestamp,
+			BornHost:                  m.BornHost,
+			StoreTimestamp:            now,
+			StoreHost:                 s.cfg.StoreHost,
+			ReconsumeTimes:            m.ReconsumeTimes,
+			PreparedTransactionOffset: m.PreparedTransactionOffset,
+			Body:                      m.Body,
+			Topic:                     m.Topic,
+			Properties:                m.Properties,
+		})
+		n := len(buf) - start
+		res[i] = AppendResult{WroteOffset: off, WroteBytes: int32(n), QueueOffset: q, StoreTimestamp: now, EndOffset: off + int64(n)}
+		off += int64(n)
+	}
+	if cap(buf) <= 1<<20 {
+		s.encBuf = buf
+	}
+	if err := s.writeLocked(pos, buf); err != nil {
+		s.appendMu.Unlock()
+		return err
+	}
+	s.queueOffsets[key] = qoff
+	s.maxOffset.Store(off)
+	s.appendMu.Unlock()
+
+	for i := range res {
+		res[i].MsgID = OffsetMsgID(s.cfg.StoreHost, res[i].WroteOffset)
+	}
+	s.nAppends.Add(int64(len(ms)))
+	s.nBytes.Add(int64(len(buf)))
+	s.afterAppend(off)
+	return nil
+}
+
+func (s *Store) afterAppend(max int64) {
+	notify(s.dispatchReq)
+	s.fireAppend(max)
+}
+
+// writePadding fills [pos, pos+n) with a BLANK record (appendMu held).
+func (s *Store) writePadding(pos, n int64) error {
+	if n < BlankMinLength {
+		return s.setReadOnly(fmt.Errorf("internal: %d bytes left at segment end", n))
+	}
+	hdr := AppendBlank(make([]byte, 0, 8), 8)
+	be := hdr[:8]
+	be[0], be[1], be[2], be[3] = byte(n>>24), byte(n>>16), byte(n>>8), byte(n)
+	if err := s.writeLocked(pos, be); err != nil {
+		return err
+	}
+	for p := pos + 8; p < pos+n; {
+		k := int64(len(zeroPage))
+		if pos+n-p < k {
+			k = pos + n - p
+		}
+		if err := s.writeLocked(p, zeroPage[:k]); err != nil {
+			return err
+		}
+		p += k
+	}
+	s.maxOffset.Store(pos + n)
+	s.nBytes.Add(n)
+	return nil
+}
+
+// writeLocked writes b at pos, creating the segment when pos starts one.
+// b must not cross a segment end. A failure turns the store read-only.
+func (s *Store) writeLocked(pos int64, b []byte) error {
+	if pos+int64(len(b)) > s.segEnd(pos) {
+		return s.setReadOnly(fmt.Errorf("internal: write [%d,+%d) crosses segment end", pos, len(b)))
+	}
+	s.segMu.RLock()
+	sg := s.segmentForLocked(pos)
+	s.segMu.RUnlock()
+	if sg == nil {
+		var err error
+		if sg, err = s.createSegment(pos - pos%s.segSize); err != nil {
+			return s.setReadOnly(err)
+		}
+	}
+	if _, err := sg.f.WriteAt(b, pos-sg.start); err != nil {
+		return s.setReadOnly(fmt.Errorf("write %s at %d: %w", sg.name, pos, err))
+	}
+	if w := pos - sg.start + int64(len(b)); w > sg.written {
+		sg.written = w
+	}
+	return nil
+}
+
+// createSegment creates the file for a new segment and makes its directory
+// entry durable.
+func (s *Store) createSegment(start int64) (*segment, error) {
+	s.segMu.RLock()
+	n := len(s.segs)
+	var last *segment
+	if n > 0 {
+		last = s.segs[n-1]
+	}
+	s.segMu.RUnlock()
+	if last != nil && start != last.start+s.segSize {
+		return nil, fmt.Errorf("internal: new segment %d does not follow %d", start, last.start)
+	}
+	name := filepath.Join(s.clDir, segName(start))
+	f, err := s.fs.Create(name)
+	if err != nil {
+		return nil, fmt.Errorf("create segment %s: %w", name, err)
+	}
+	if err := s.fs.SyncDir(s.clDir); err != nil {
+		f.Close()
+		return nil, fmt.Errorf("sync dir %s: %w", s.clDir, err)
+	}
+	sg := &segment{start: start, f: f, name: name}
+	s.segMu.Lock()
+	s.segs = append(s.segs, sg)
+	s.segMu.Unlock()
+	return sg, nil
+}
+
+// AppendRaw appends bytes copied from a master's CommitLog. offset must equal
+// MaxOffset (an empty store accepts any segment-aligned offset and starts
+// there); data must be whole, valid records laid out as the master wrote them
+// (physical offsets match, BLANK padding ends a segment). The dispatcher
+// builds the consume queues behind it.
+func (s *Store) AppendRaw(offset int64, data []byte) error {
+	s.appendMu.Lock()
+	if err := s.writable(); err != nil {
+		s.appendMu.Unlock()
+		return err
+	}
+	max := s.maxOffset.Load()
+	if offset != max {
+		if max == s.minOffset.Load() && offset >= 0 && offset%s.segSize == 0 {
+			if err := s.rebaseEmptyLocked(offset); err != nil {
+				s.appendMu.Unlock()
+				return err
+			}
+		} else {
+			s.appendMu.Unlock()
+			return fmt.Errorf("%w: raw append at %d, local max offset %d", ErrOffsetMismatch, offset, max)
+		}
+	}
+	if len(data) == 0 {
+		s.appendMu.Unlock()
+		return nil
+	}
+	type qupd struct {
+		k qkey
+		q int64
+	}
+	var upd []qupd
+	for p := 0; p < len(data); {
+		pos := offset + int64(p)
+		m, n, err := s.checkRecord(data[p:], pos)
+		if err == nil && m.blank && p+n > len(data) {
+			err = ErrIncomplete
+		}
+		if err != nil {
+			s.appendMu.Unlock()
+			if err == ErrIncomplete {
+				return &CorruptError{Offset: pos, Reason: "partial record at end of raw data"}
+			}
+			return err
+		}
+		if !m.blank && isDispatchable(m.sysFlag) {
+			upd = append(upd, qupd{qkey{string(m.topic), m.queueID}, m.queueOffset + 1})
+		}
+		p += n
+	}
+	for p := 0; p < len(data); {
+		pos := offset + int64(p)
+		k := s.segEnd(pos) - pos
+		if rest := int64(len(data) - p); rest < k {
+			k = rest
+		}
+		if err := s.writeLocked(pos, data[p:p+int(k)]); err != nil {
+			s.appendMu.Unlock()
+			return err
+		}
+		p += int(k)
+	}
+	for _, u := range upd {
+		s.queueOffsets[u.k] = u.q
+	}
+	end := offset + int64(len(data))
+	s.maxOffset.Store(end)
+	s.appendMu.Unlock()
+	s.nRaw.Add(1)
+	s.nBytes.Add(int64(len(data)))
+	s.afterAppend(end)
+	return nil
+}
+
+// rebaseEmptyLocked moves an empty store to start at a segment-aligned offset.
+func (s *Store) rebaseEmptyLocked(offset int64) error {
+	s.dispatchMu.Lock()
+	defer s.dispatchMu.Unlock()
+	s.flushRunMu.Lock()
+	defer s.flushRunMu.Unlock()
+	s.segMu.Lock()
+	old := s.segs
+	s.segs = nil
+	s.segMu.Unlock()
+	for _, sg := range old {
+		sg.f.Close()
+		if err := s.fs.Remove(sg.name); err != nil {
+			return s.setReadOnly(err)
+		}
+	}
+	s.minOffset.Store(offset)
+	s.maxOffset.Store(offset)
+	s.flushed.Store(offset)
+	s.dispatched.Store(offset)
+	if _, err := s.createSegment(offset); err != nil {
+		return s.setReadOnly(err)
+	}
+	return nil
+}

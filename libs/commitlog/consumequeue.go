@@ -1,0 +1,461 @@
+package commitlog
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"io/fs"
+	"path/filepath"
+	"strconv"
+	"sync"
+	"sync/atomic"
+
+	"github.com/rmqha/rmqha/libs/commitlog/vfs"
+)
+
+// CQUnitSize is the size of one consume-queue unit: CommitLog offset int64,
+// size int32, tags code int64.
+const CQUnitSize = 20
+
+type cqFile struct {
+	start  int64 // first logical offset in the file
+	f      vfs.File
+	name   string
+	closed atomic.Bool
+}
+
+// consumeQueue is the index of one (topic, queue id). Only its file handles
+// and bounds live in memory.
+type consumeQueue struct {
+	topic string
+	qid   int32
+	dir   string
+	per   int64 // units per file
+
+	mu    sync.RWMutex
+	files []*cqFile
+	min   int64 // first valid logical offset
+	max   int64 // next logical offset
+}
+
+type cqUnit struct {
+	phys int64
+	size int32
+	tags int64
+}
+
+func putUnit(b []byte, u cqUnit) {
+	binary.BigEndian.PutUint64(b, uint64(u.phys))
+	binary.BigEndian.PutUint32(b[8:], uint32(u.size))
+	binary.BigEndian.PutUint64(b[12:], uint64(u.tags))
+}
+
+func getUnit(b []byte) cqUnit {
+	return cqUnit{phys: int64(be64(b)), size: int32(be32(b[8:])), tags: int64(be64(b[12:]))}
+}
+
+func (u cqUnit) valid() bool { return u.size > 0 && u.phys >= 0 }
+
+func (cq *consumeQueue) bounds() (int64, int64) {
+	cq.mu.RLock()
+	defer cq.mu.RUnlock()
+	return cq.min, cq.max
+}
+
+func (cq *consumeQueue) closeFiles() {
+	cq.mu.Lock()
+	defer cq.mu.Unlock()
+	for _, f := range cq.files {
+		if !f.closed.Swap(true) {
+			f.f.Close()
+		}
+	}
+	cq.files = nil
+}
+
+// fileForLocked returns the file holding logical offset q.
+func (cq *consumeQueue) fileForLocked(q int64) *cqFile {
+	if len(cq.files) == 0 || q < cq.files[0].start {
+		return nil
+	}
+	i := (q - cq.files[0].start) / cq.per
+	if i >= int64(len(cq.files)) {
+		return nil
+	}
+	return cq.files[i]
+}
+
+// readUnits reads up to n units from q, stopping at the end of q's file and
+// at max. It returns the raw unit bytes.
+func (cq *consumeQueue) readUnits(q int64, n int) ([]byte, error) {
+	cq.mu.RLock()
+	defer cq.mu.RUnlock()
+	if q < cq.min || q >= cq.max {
+		return nil, nil
+	}
+	f := cq.fileForLocked(q)
+	if f == nil {
+		return nil, nil
+	}
+	lim := f.start + cq.per
+	if cq.max < lim {
+		lim = cq.max
+	}
+	if int64(n) > lim-q {
+		n = int(lim - q)
+	}
+	b := make([]byte, n*CQUnitSize)
+	k, err := f.f.ReadAt(b, (q-f.start)*CQUnitSize)
+	b = b[:k/CQUnitSize*CQUnitSize]
+	if len(b) == 0 && err != nil {
+		return nil, fmt.Errorf("commitlog: read %s: %w", f.name, err)
+	}
+	return b, nil
+}
+
+func (cq *consumeQueue) unitAt(q int64) (cqUnit, bool) {
+	b, err := cq.readUnits(q, 1)
+	if err != nil || len(b) < CQUnitSize {
+		return cqUnit{}, false
+	}
+	return getUnit(b), true
+}
+
+func (s *Store) cqFileName(dir string, start int64) string {
+	return filepath.Join(dir, segName(start*CQUnitSize))
+}
+
+// ensureFileLocked returns the file that holds q, creating it (and any
+// missing file before it) when needed.
+func (s *Store) cqEnsureFileLocked(cq *consumeQueue, q int64) (*cqFile, error) {
+	if f := cq.fileForLocked(q); f != nil {
+		return f, nil
+	}
+	start := q - q%cq.per
+	if len(cq.files) > 0 {
+		last := cq.files[len(cq.files)-1]
+		if start < last.start {
+			return nil, fmt.Errorf("internal: consume queue %s/%d file for %d precedes %d", cq.topic, cq.qid, q, last.start)
+		}
+		start = last.start + cq.per
+	}
+	if err := s.fs.MkdirAll(cq.dir); err != nil {
+		return nil, err
+	}
+	for {
+		name := s.cqFileName(cq.dir, start)
+		f, err := s.fs.Create(name)
+		if err != nil {
+			return nil, err
+		}
+		cf := &cqFile{start: start, f: f, name: name}
+		cq.files = append(cq.files, cf)
+		if q < start+cq.per {
+			if err := s.fs.SyncDir(cq.dir); err != nil {
+				return nil, err
+			}
+			return cf, nil
+		}
+		start += cq.per
+	}
+}
+
+// cqPut writes units for logical offsets [q0, q0+len(units)) (dispatcher
+// only). A q0 behind max rewrites the tail; a q0 ahead of an empty queue
+// starts the queue there; a gap in a non-empty queue is filled with blank units.
+func (s *Store) cqPut(cq *consumeQueue, q0 int64, units []byte) error {
+	cq.mu.Lock()
+	defer cq.mu.Unlock()
+	if q0 < cq.max {
+		if err := s.cqTruncateLocked(cq, q0); err != nil {
+			return err
+		}
+	}
+	if q0 > cq.max {
+		if cq.max == cq.min {
+			cq.min, cq.max = q0, q0
+			if len(cq.files) > 0 && cq.fileForLocked(q0) == nil {
+				s.cqDropFilesLocked(cq, 0)
+			}
+		} else {
+			s.log.WithField("topic", cq.topic).WithField("queue", cq.qid).WithField("from", cq.max).WithField("to", q0).Warn("gap in consume queue filled with blank units")
+			// Blank units are zeros; files extend with zeros when written past their end.
+		}
+	}
+	for p := 0; p < len(units); {
+		q := q0 + int64(p/CQUnitSize)
+		f, err := s.cqEnsureFileLocked(cq, q)
+		if err != nil {
+			return err
+		}
+		k := int((f.start + cq.per - q) * CQUnitSize)
+		if rest := len(units) - p; rest < k {
+			k = rest
+		}
+		if _, err := f.f.WriteAt(units[p:p+k], (q-f.start)*CQUnitSize); err != nil {
+			return fmt.Errorf("write %s: %w", f.name, err)
+		}
+		s.markDirty(f)
+		p += k
+	}
+	cq.max = q0 + int64(len(units)/CQUnitSize)
+	return nil
+}
+
+func (s *Store) markDirty(f *cqFile) {
+	s.dirtyMu.Lock()
+	s.dirtyCQ[f] = struct{}{}
+	s.dirtyMu.Unlock()
+}
+
+func (s *Store) syncDirtyCQ() error {
+	s.dirtyMu.Lock()
+	set := s.dirtyCQ
+	s.dirtyCQ = map[*cqFile]struct{}{}
+	s.dirtyMu.Unlock()
+	for f := range set {
+		if f.closed.Load() {
+			continue
+		}
+		if err := f.f.Sync(); err != nil {
+			if f.closed.Load() {
+				continue
+			}
+			s.dirtyMu.Lock()
+			for g := range set {
+				s.dirtyCQ[g] = struct{}{}
+			}
+			s.dirtyMu.Unlock()
+			return fmt.Errorf("sync %s: %w", f.name, err)
+		}
+	}
+	return nil
+}
+
+// cqDropFilesLocked closes and removes files from index i on.
+func (s *Store) cqDropFilesLocked(cq *consumeQueue, i int) {
+	for _, f := range cq.files[i:] {
+		if !f.closed.Swap(true) {
+			f.f.Close()
+		}
+		if err := s.fs.Remove(f.name); err != nil && !errors.Is(err, fs.ErrNotExist) {
+			s.log.WithError(err).WithField("file", f.name).Warn("consume queue file not removed")
+		}
+	}
+	cq.files = cq.files[:i]
+}
+
+// cqTruncateLocked cuts the queue so that q is its next logical offset.
+func (s *Store) cqTruncateLocked(cq *consumeQueue, q int64) error {
+	if q >= cq.max {
+		return nil
+	}
+	if q <= cq.min {
+		s.cqDropFilesLocked(cq, 0)
+		cq.min, cq.max = q, q
+		return nil
+	}
+	keep := 0
+	for keep < len(cq.files) && cq.files[keep].start < q {
+		keep++
+	}
+	s.cqDropFilesLocked(cq, keep)
+	last := cq.files[len(cq.files)-1]
+	if err := last.f.Truncate((q - last.start) * CQUnitSize); err != nil {
+		return fmt.Errorf("truncate %s: %w", last.name, err)
+	}
+	if err := last.f.Sync(); err != nil {
+		return fmt.Errorf("sync %s: %w", last.name, err)
+	}
+	cq.max = q
+	return nil
+}
+
+// cqSearch returns the first logical offset in [min,max) whose unit
+// satisfies pred (pred must be monotonic), or max.
+func (cq *consumeQueue) search(pred func(cqUnit) bool) int64 {
+	lo, hi := cq.bounds()
+	for lo < hi {
+		mid := lo + (hi-lo)/2
+		u, ok := cq.unitAt(mid)
+		if ok && pred(u) {
+			hi = mid
+		} else {
+			lo = mid + 1
+		}
+	}
+	return lo
+}
+
+func (s *Store) getCQ(topic string, qid int32) *consumeQueue {
+	s.cqMu.RLock()
+	defer s.cqMu.RUnlock()
+	return s.cqs[topic][qid]
+}
+
+func (s *Store) getOrCreateCQ(topic []byte, qid int32) *consumeQueue {
+	s.cqMu.RLock()
+	cq := s.cqs[string(topic)][qid]
+	s.cqMu.RUnlock()
+	if cq != nil {
+		return cq
+	}
+	t := string(topic)
+	s.cqMu.Lock()
+	defer s.cqMu.Unlock()
+	if cq = s.cqs[t][qid]; cq != nil {
+		return cq
+	}
+	cq = &consumeQueue{topic: t, qid: qid, dir: filepath.Join(s.cqDir, t, strconv.Itoa(int(qid))), per: int64(s.cfg.CQUnitsPerFile)}
+	if s.cqs[t] == nil {
+		s.cqs[t] = map[int32]*consumeQueue{}
+	}
+	s.cqs[t][qid] = cq
+	return cq
+}
+
+// loadCQ opens the files of one queue and finds its bounds: the tail drops
+// partial and zero units; the head skips blank units.
+func (s *Store) loadCQ(topic string, qid int32, dir string) (*consumeQueue, error) {
+	cq := &consumeQueue{topic: topic, qid: qid, dir: dir, per: int64(s.cfg.CQUnitsPerFile)}
+	names, err := s.fs.List(dir)
+	if err != nil {
+		return nil, err
+	}
+	var starts []int64
+	for _, n := range names {
+		v, err := strconv.ParseInt(n, 10, 64)
+		if err != nil || len(n) != 20 || v%(cq.per*CQUnitSize) != 0 {
+			continue
+		}
+		starts = append(starts, v/CQUnitSize)
+	}
+	// Keep the run of contiguous files ending at the last one.
+	for i := len(starts) - 1; i > 0; i-- {
+		if starts[i-1]+cq.per != starts[i] {
+			for _, st := range starts[:i] {
+				_ = s.fs.Remove(s.cqFileName(dir, st))
+			}
+			starts = starts[i:]
+			break
+		}
+	}
+	for _, st := range starts {
+		name := s.cqFileName(dir, st)
+		f, err := s.fs.Open(name)
+		if err != nil {
+			return nil, err
+		}
+		cq.files = append(cq.files, &cqFile{start: st, f: f, name: name})
+	}
+	if len(cq.files) == 0 {
+		return cq, nil
+	}
+	// Tail: last valid unit of the last non-empty file.
+	for len(cq.files) > 0 {
+		last := cq.files[len(cq.files)-1]
+		size, err := last.f.Size()
+		if err != nil {
+			return nil, err
+		}
+		n := size / CQUnitSize
+		if n > cq.per {
+			n = cq.per
+		}
+		buf := make([]byte, n*CQUnitSize)
+		k, _ := last.f.ReadAt(buf, 0)
+		n = int64(k / CQUnitSize)
+		for n > 0 && !getUnit(buf[(n-1)*CQUnitSize:]).valid() {
+			n--
+		}
+		if n == 0 && len(cq.files) > 1 {
+			s.cqDropFilesLocked(cq, len(cq.files)-1)
+			continue
+		}
+		if n*CQUnitSize != size {
+			if err := last.f.Truncate(n * CQUnitSize); err != nil {
+				return nil, err
+			}
+		}
+		cq.max = last.start + n
+		break
+	}
+	cq.min = cq.files[0].start
+	cq.min = cq.search(func(u cqUnit) bool { return u.valid() })
+	if cq.min == cq.max {
+		cq.min = cq.max
+	}
+	return cq, nil
+}
+
+// loadAllCQ opens every consume queue under consumequeue/.
+func (s *Store) loadAllCQ() error {
+	topics, err := s.fs.List(s.cqDir)
+	if err != nil {
+		return err
+	}
+	for _, t := range topics {
+		if ValidateTopic(t) != nil {
+			continue
+		}
+		qs, err := s.fs.List(filepath.Join(s.cqDir, t))
+		if err != nil {
+			continue
+		}
+		for _, qn := range qs {
+			q, err := strconv.ParseInt(qn, 10, 32)
+			if err != nil {
+				continue
+			}
+			cq, err := s.loadCQ(t, int32(q), filepath.Join(s.cqDir, t, qn))
+			if err != nil {
+				return fmt.Errorf("commitlog: load consume queue %s/%s: %w", t, qn, err)
+			}
+			if s.cqs[t] == nil {
+				s.cqs[t] = map[int32]*consumeQueue{}
+			}
+			s.cqs[t][int32(q)] = cq
+		}
+	}
+	return nil
+}
+
+// cqCutFrom removes every unit whose CommitLog offset is at or above phys.
+func (s *Store) cqCutFrom(cq *consumeQueue, phys int64) (int64, error) {
+	// Units are ordered by phys; blank units only precede valid ones, so the
+	// predicate is monotonic over [min, max).
+	q := cq.search(func(u cqUnit) bool { return u.valid() && u.phys >= phys })
+	cq.mu.Lock()
+	defer cq.mu.Unlock()
+	cut := cq.max - q
+	if cut > 0 {
+		if err := s.cqTruncateLocked(cq, q); err != nil {
+			return 0, err
+		}
+	}
+	return cut, nil
+}
+
+// cqCorrectMin moves the queue's min past units whose CommitLog bytes were
+// deleted by retention and removes files that hold only such units.
+func (s *Store) cqCorrectMin(cq *consumeQueue, clMin int64) {
+	q := cq.search(func(u cqUnit) bool { return u.valid() && u.phys >= clMin })
+	cq.mu.Lock()
+	defer cq.mu.Unlock()
+	if q > cq.min {
+		cq.min = q
+	}
+	drop := 0
+	for drop < len(cq.files)-1 && cq.files[drop].start+cq.per <= cq.min {
+		drop++
+	}
+	if drop > 0 {
+		for _, f := range cq.files[:drop] {
+			if !f.closed.Swap(true) {
+				f.f.Close()
+			}
+			_ = s.fs.Remove(f.name)
+		}
+		cq.files = append([]*cqFile(nil), cq.files[drop:]...)
+	}
+}

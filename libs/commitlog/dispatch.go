@@ -1,0 +1,176 @@
+package commitlog
+
+import (
+	"errors"
+	"time"
+)
+
+const dispatchChunk = 1 << 20
+
+// dispatchLoop follows the CommitLog from the dispatched offset and adds
+// consume-queue units. It runs the same way behind Append and AppendRaw.
+func (s *Store) dispatchLoop() {
+	defer s.wg.Done()
+	t := time.NewTicker(100 * time.Millisecond)
+	defer t.Stop()
+	for {
+		select {
+		case <-s.dispatchReq:
+		case <-t.C:
+		case <-s.stopCh:
+			return
+		}
+		if s.Err() != nil {
+			continue
+		}
+		if err := s.dispatchAvailable(); err != nil {
+			s.log.WithError(err).Error("dispatch failed")
+		}
+	}
+}
+
+type pendingUnits struct {
+	cq    *consumeQueue
+	q0    int64
+	units []byte
+}
+
+// dispatchAvailable dispatches every complete record below MaxOffset.
+func (s *Store) dispatchAvailable() error {
+	s.dispatchMu.Lock()
+	defer s.dispatchMu.Unlock()
+	return s.dispatchLocked()
+}
+
+func (s *Store) dispatchLocked() error {
+	for {
+		d := s.dispatched.Load()
+		max := s.maxOffset.Load()
+		if d >= max {
+			return nil
+		}
+		if min := s.minOffset.Load(); d < min {
+			d = min
+			s.dispatched.Store(d)
+		}
+		end := s.segEnd(d)
+		if end > max {
+			end = max
+		}
+		if end-d > dispatchChunk {
+			end = d + dispatchChunk
+		}
+		if cap(s.dispatchBuf) < dispatchChunk {
+			s.dispatchBuf = make([]byte, dispatchChunk)
+		}
+		buf := s.dispatchBuf[:end-d]
+		if err := s.readAt(buf, d); err != nil {
+			if errors.Is(err, ErrOffsetTooOld) {
+				continue
+			}
+			return err
+		}
+		var pend []*pendingUnits
+		byCQ := map[*consumeQueue]*pendingUnits{}
+		p := 0
+		for p < len(buf) {
+			m, err := parseMeta(buf[p:])
+			if errors.Is(err, ErrIncomplete) {
+				if p == 0 && len(buf) >= 8 {
+					size := int64(int32(be32(buf)))
+					if !m.blank && size > int64(len(buf)) && d+size <= max && d+size <= s.segEnd(d) {
+						// One record larger than the chunk: read it whole.
+						big := make([]byte, size)
+						if err := s.readAt(big, d); err != nil {
+							return err
+						}
+						buf = big
+						continue
+					}
+				}
+				break // a partial record at the tail: wait for the rest
+			}
+			if err != nil {
+				return s.setReadOnly(s.corruptAt(d+int64(p), "dispatcher: "+err.Error()))
+			}
+			if m.blank {
+				p = int(s.segEnd(d+int64(p)) - d)
+				break
+			}
+			if isDispatchable(m.sysFlag) {
+				cq := s.getOrCreateCQ(m.topic, m.queueID)
+				pu := byCQ[cq]
+				if pu != nil && pu.q0+int64(len(pu.units)/CQUnitSize) != m.queueOffset {
+					pu = nil
+				}
+				if pu == nil {
+					pu = &pendingUnits{cq: cq, q0: m.queueOffset}
+					pend = append(pend, pu)
+					byCQ[cq] = pu
+				}
+				var u [CQUnitSize]byte
+				putUnit(u[:], cqUnit{phys: d + int64(p), size: m.size, tags: s.tagsCode(&m)})
+				pu.units = append(pu.units, u[:]...)
+			}
+			p += int(m.size)
+		}
+		if p == 0 {
+			return nil
+		}
+		for _, pu := range pend {
+			if err := s.cqPut(pu.cq, pu.q0, pu.units); err != nil {
+				return s.setReadOnly(err)
+			}
+		}
+		s.dispatched.Store(d + int64(p))
+		if len(pend) > 0 {
+			s.cbMu.RLock()
+			fns := s.onDispatch
+			s.cbMu.RUnlock()
+			if len(fns) > 0 {
+				seen := map[*consumeQueue]bool{}
+				for _, pu := range pend {
+					if seen[pu.cq] {
+						continue
+					}
+					seen[pu.cq] = true
+					_, qmax := pu.cq.bounds()
+					for _, fn := range fns {
+						fn(pu.cq.topic, pu.cq.qid, qmax)
+					}
+				}
+			}
+		}
+	}
+}
+
+func (s *Store) tagsCode(m *recordMeta) int64 {
+	if s.cfg.TagsCode != nil {
+		return s.cfg.TagsCode(string(m.topic), ParseProperties(string(m.props)), m.storeTimestamp)
+	}
+	if t, ok := lookupProperty(m.props, PropertyTags); ok {
+		return int64(JavaStringHash(t))
+	}
+	return 0
+}
+
+// WaitDispatched blocks until every record below offset is in the consume
+// queues, the deadline passes, or the store fails.
+func (s *Store) WaitDispatched(offset int64, deadline time.Time) error {
+	for {
+		if s.dispatched.Load() >= offset {
+			return nil
+		}
+		if err := s.Err(); err != nil {
+			return err
+		}
+		if s.closed.Load() {
+			return ErrClosed
+		}
+		if !s.cfg.Now().Before(deadline) {
+			return ErrDispatchTimeout
+		}
+		notify(s.dispatchReq)
+		time.Sleep(200 * time.Microsecond)
+	}
+}
