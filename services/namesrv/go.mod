@@ -1,0 +1,22 @@
+module github.com/rmqha/rmqha/services/namesrv
+
+go 1.26
+
+require (
+	github.com/rmqha/rmqha/libs/broker v0.0.0
+	github.com/rmqha/rmqha/libs/props v0.0.0
+	github.com/rmqha/rmqha/libs/remoting v0.0.0
+	github.com/sirupsen/logrus v1.10.2
+	github.com/stretchr/testify v1.12.1
+)
+
+require (
+	go.yaml.in/yaml/v3 v3.0.5 // indirect
+	golang.org/x/sys v0.13.0 // indirect
+)
+
+replace (
+	github.com/rmqha/rmqha/libs/broker => ../../libs/broker
+	github.com/rmqha/rmqha/libs/props => ../../libs/props
+	github.com/rmqha/rmqha/libs/remoting => ../../libs/remoting
+)

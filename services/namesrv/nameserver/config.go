@@ -1,0 +1,72 @@
+// Package nameserver answers RocketMQ's name server requests (routes,
+// cluster info, broker registration) from a registry.Registry.
+package nameserver
+
+import (
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/sirupsen/logrus"
+)
+
+// Config is the name server's configuration; `prop` tags are the keys of
+// namesrv.conf (RocketMQ's names where RocketMQ has the concept).
+type Config struct {
+	// ListenPort is the remoting port clients and brokers dial. Default 9876.
+	ListenPort int `prop:"listenPort"`
+	// BindAddress is the interface to listen on. Default 0.0.0.0.
+	BindAddress string `prop:"bindAddress"`
+	// HTTPPort serves /health and /status; 0 turns it off. Default 0.
+	HTTPPort int `prop:"httpPort"`
+	// ScanNotActiveBrokerInterval is how often brokers that stopped
+	// registering are looked for. Default 5s.
+	ScanNotActiveBrokerInterval time.Duration `prop:"scanNotActiveBrokerInterval,ms"`
+	// BrokerExpire drops a broker that has not registered for this long
+	// (brokers register every 30s). Default 120s.
+	BrokerExpire time.Duration `prop:"brokerChannelExpiredTime,ms"`
+	// MaxFrameSize bounds one remoting frame in bytes. Default 16 MiB.
+	MaxFrameSize int `prop:"maxFrameSize"`
+	// LogLevel is logrus's level name. Default info.
+	LogLevel string `prop:"logLevel"`
+	// LogFormat is text or json. Default text.
+	LogFormat string `prop:"logFormat"`
+
+	Logger logrus.FieldLogger `prop:"-"`
+	Now    func() time.Time   `prop:"-"`
+}
+
+// DefaultConfig returns the production defaults.
+func DefaultConfig() Config {
+	return Config{
+		ListenPort:                  9876,
+		BindAddress:                 "0.0.0.0",
+		ScanNotActiveBrokerInterval: 5 * time.Second,
+		BrokerExpire:                120 * time.Second,
+		MaxFrameSize:                16 << 20,
+		LogLevel:                    "info",
+		LogFormat:                   "text",
+	}
+}
+
+// Validate names the first bad field.
+func (c Config) Validate() error {
+	switch {
+	case c.ListenPort <= 0 || c.ListenPort > 65535:
+		return fmt.Errorf("nameserver: listenPort %d out of range", c.ListenPort)
+	case c.HTTPPort < 0 || c.HTTPPort > 65535:
+		return fmt.Errorf("nameserver: httpPort %d out of range", c.HTTPPort)
+	case c.ScanNotActiveBrokerInterval <= 0:
+		return errors.New("nameserver: scanNotActiveBrokerInterval must be positive")
+	case c.BrokerExpire < c.ScanNotActiveBrokerInterval:
+		return errors.New("nameserver: brokerChannelExpiredTime must be at least scanNotActiveBrokerInterval")
+	case c.MaxFrameSize < 1024:
+		return errors.New("nameserver: maxFrameSize below 1 KiB")
+	case c.LogFormat != "text" && c.LogFormat != "json":
+		return fmt.Errorf("nameserver: logFormat %q is not text or json", c.LogFormat)
+	}
+	if _, err := logrus.ParseLevel(c.LogLevel); err != nil {
+		return fmt.Errorf("nameserver: logLevel: %w", err)
+	}
+	return nil
+}

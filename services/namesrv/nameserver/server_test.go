@@ -1,0 +1,154 @@
+package nameserver
+
+import (
+	"context"
+	"net"
+	"strconv"
+	"testing"
+	"time"
+
+	"github.com/rmqha/rmqha/libs/broker/route"
+	"github.com/rmqha/rmqha/libs/remoting"
+	"github.com/rmqha/rmqha/services/namesrv/registry"
+	"github.com/stretchr/testify/require"
+)
+
+func start(t *testing.T) (*Server, *remoting.Client) {
+	t.Helper()
+	cfg := DefaultConfig()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	cfg.ListenPort = ln.Addr().(*net.TCPAddr).Port
+	ln.Close()
+	cfg.BindAddress = "127.0.0.1"
+	cfg.ScanNotActiveBrokerInterval = 20 * time.Millisecond
+	cfg.BrokerExpire = 300 * time.Millisecond
+	s, err := New(cfg, registry.NewMemory())
+	require.NoError(t, err)
+	require.NoError(t, s.Start())
+	t.Cleanup(func() { s.Close() })
+	cc := remoting.DefaultClientConfig()
+	cc.RequestTimeout = 3 * time.Second
+	c := remoting.NewClient(cc)
+	t.Cleanup(func() { c.Close() })
+	return s, c
+}
+
+func registerReq(cluster, name string, id int64, addr string, topics ...string) *remoting.Command {
+	w := route.TopicConfigSerializeWrapper{TopicConfigTable: map[string]route.TopicConfig{}}
+	for _, tp := range topics {
+		w.TopicConfigTable[tp] = route.NewTopicConfig(tp)
+	}
+	body := route.AppendRegisterBrokerBody(nil, route.RegisterBrokerBody{TopicConfigSerializeWrapper: w})
+	return remoting.NewRequest(remoting.RegisterBroker, map[string]string{
+		"brokerName": name, "brokerAddr": addr, "clusterName": cluster, "haServerAddr": addr + "1",
+		"brokerId": strconv.FormatInt(id, 10), "compressed": "false",
+		"bodyCrc32": strconv.FormatInt(int64(route.BodyCRC32(body)), 10),
+	}, body)
+}
+
+func TestRegisterRouteAndDropOnClose(t *testing.T) {
+	s, c := start(t)
+	ctx := context.Background()
+	addr := s.Addr().String()
+
+	// The master registers over its own connection so that closing it drops it.
+	mc := remoting.NewClient(remoting.DefaultClientConfig())
+	resp, err := mc.Invoke(ctx, addr, registerReq("DefaultCluster", "broker-a", 0, "127.0.0.1:10911", "TopicTest"))
+	require.NoError(t, err)
+	require.Equal(t, remoting.Success, resp.Code, resp.Remark)
+
+	resp, err = c.Invoke(ctx, addr, registerReq("DefaultCluster", "broker-a", 1, "127.0.0.1:10921"))
+	require.NoError(t, err)
+	require.Equal(t, remoting.Success, resp.Code)
+	require.Equal(t, "127.0.0.1:10911", resp.Ext("masterAddr"))
+	require.Equal(t, "127.0.0.1:109111", resp.Ext("haServerAddr"))
+
+	resp, err = c.Invoke(ctx, addr, remoting.NewRequest(remoting.GetRouteInfoByTopic, map[string]string{"topic": "TopicTest"}, nil))
+	require.NoError(t, err)
+	require.Equal(t, remoting.Success, resp.Code)
+	require.Equal(t, `{"brokerDatas":[{"brokerAddrs":{"0":"127.0.0.1:10911","1":"127.0.0.1:10921"},"brokerName":"broker-a","cluster":"DefaultCluster","enableActingMaster":false}],"filterServerTable":{},"queueDatas":[{"brokerName":"broker-a","perm":6,"readQueueNums":16,"topicSysFlag":0,"writeQueueNums":16}]}`, string(resp.Body))
+
+	resp, err = c.Invoke(ctx, addr, remoting.NewRequest(remoting.GetRouteInfoByTopic, map[string]string{"topic": "Nope"}, nil))
+	require.NoError(t, err)
+	require.Equal(t, remoting.TopicNotExist, resp.Code)
+
+	resp, err = c.Invoke(ctx, addr, remoting.NewRequest(remoting.GetBrokerClusterInfo, nil, nil))
+	require.NoError(t, err)
+	ci, err := route.DecodeClusterInfo(resp.Body)
+	require.NoError(t, err)
+	require.Equal(t, []string{"broker-a"}, ci.ClusterAddrTable["DefaultCluster"])
+
+	// Master's connection closes: it leaves the route at once, the slave stays.
+	require.NoError(t, mc.Close())
+	require.Eventually(t, func() bool {
+		resp, err := c.Invoke(ctx, addr, remoting.NewRequest(remoting.GetRouteInfoByTopic, map[string]string{"topic": "TopicTest"}, nil))
+		if err != nil || resp.Code != remoting.Success {
+			return false
+		}
+		rd, err := route.DecodeTopicRouteData(resp.Body)
+		return err == nil && rd.BrokerDatas[0].MasterAddr() == "" && rd.BrokerDatas[0].BrokerAddrs[1] == "127.0.0.1:10921"
+	}, 5*time.Second, 10*time.Millisecond)
+
+	// The slave stops registering: expiry removes it and the topic.
+	require.Eventually(t, func() bool {
+		resp, err := c.Invoke(ctx, addr, remoting.NewRequest(remoting.GetRouteInfoByTopic, map[string]string{"topic": "TopicTest"}, nil))
+		return err == nil && resp.Code == remoting.TopicNotExist
+	}, 5*time.Second, 20*time.Millisecond)
+}
+
+func TestBadRegistrations(t *testing.T) {
+	s, c := start(t)
+	ctx := context.Background()
+	addr := s.Addr().String()
+
+	req := registerReq("C", "b", 0, "127.0.0.1:1", "T")
+	req.ExtFields["bodyCrc32"] = "12345"
+	resp, err := c.Invoke(ctx, addr, req)
+	require.NoError(t, err)
+	require.Equal(t, remoting.SystemError, resp.Code)
+	require.Equal(t, "crc32 not match", resp.Remark)
+
+	req = registerReq("C", "b", 0, "127.0.0.1:1", "T")
+	req.ExtFields["brokerId"] = "x"
+	resp, err = c.Invoke(ctx, addr, req)
+	require.NoError(t, err)
+	require.Equal(t, remoting.SystemError, resp.Code)
+
+	req = registerReq("C", "b", 0, "127.0.0.1:1", "T")
+	req.Body = []byte("{not json")
+	req.ExtFields["bodyCrc32"] = "0"
+	resp, err = c.Invoke(ctx, addr, req)
+	require.NoError(t, err)
+	require.Equal(t, remoting.SystemError, resp.Code)
+
+	// Same broker name from another cluster: refused, first one keeps its route.
+	resp, err = c.Invoke(ctx, addr, registerReq("C1", "b", 0, "127.0.0.1:1", "T"))
+	require.NoError(t, err)
+	require.Equal(t, remoting.Success, resp.Code)
+	resp, err = c.Invoke(ctx, addr, registerReq("C2", "b", 0, "127.0.0.1:2", "T"))
+	require.NoError(t, err)
+	require.Equal(t, remoting.SystemError, resp.Code)
+	require.Contains(t, resp.Remark, "another cluster")
+
+	// Unknown code: REQUEST_CODE_NOT_SUPPORTED, server keeps serving.
+	resp, err = c.Invoke(ctx, addr, remoting.NewRequest(9999, nil, nil))
+	require.NoError(t, err)
+	require.Equal(t, remoting.RequestCodeNotSupported, resp.Code)
+
+	// Garbage on the socket closes that connection only.
+	conn, err := net.Dial("tcp", addr)
+	require.NoError(t, err)
+	_, _ = conn.Write([]byte{0, 0, 0, 8, 0xff, 0xff, 0xff, 0xff, 1, 2, 3, 4})
+	_ = conn.SetReadDeadline(time.Now().Add(3 * time.Second))
+	buf := make([]byte, 1024)
+	for {
+		if _, err := conn.Read(buf); err != nil {
+			break
+		}
+	}
+	conn.Close()
+	resp, err = c.Invoke(ctx, addr, remoting.NewRequest(remoting.GetRouteInfoByTopic, map[string]string{"topic": "T"}, nil))
+	require.NoError(t, err)
+	require.Equal(t, remoting.Success, resp.Code)
+}
