@@ -13,6 +13,7 @@ func (s *Store) dispatchLoop() {
 	defer s.wg.Done()
 	t := time.NewTicker(100 * time.Millisecond)
 	defer t.Stop()
+	var lastErr error
 	for {
 		select {
 		case <-s.dispatchReq:
@@ -20,11 +21,11 @@ func (s *Store) dispatchLoop() {
 		case <-s.stopCh:
 			return
 		}
-		if s.Err() != nil {
-			continue
-		}
-		if err := s.dispatchAvailable(); err != nil {
+		// A read-only store still dispatches what it holds, so that
+		// earlier data stays consumable.
+		if err := s.dispatchAvailable(); err != nil && err != lastErr {
 			s.log.WithError(err).Error("dispatch failed")
+			lastErr = err
 		}
 	}
 }
@@ -160,9 +161,6 @@ func (s *Store) WaitDispatched(offset int64, deadline time.Time) error {
 	for {
 		if s.dispatched.Load() >= offset {
 			return nil
-		}
-		if err := s.Err(); err != nil {
-			return err
 		}
 		if s.closed.Load() {
 			return ErrClosed

@@ -3,6 +3,7 @@ package commitlog
 import (
 	"errors"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -205,13 +206,14 @@ func TestGetMessagesStatuses(t *testing.T) {
 }
 
 func TestOffsetByTimeAndEarliest(t *testing.T) {
-	now := time.UnixMilli(1_000_000)
+	var now atomic.Int64
+	now.Store(1_000_000)
 	cfg := testConfig(vfs.NewMem())
-	cfg.Now = func() time.Time { return now }
+	cfg.Now = func() time.Time { return time.UnixMilli(now.Load()) }
 	s := openStore(t, cfg)
 	defer s.Close()
 	for i := 0; i < 40; i++ {
-		now = time.UnixMilli(1_000_000 + int64(i)*10)
+		now.Store(1_000_000 + int64(i)*10)
 		mustAppend(t, s, msg("T", 0, bodyN(i), ""))
 	}
 	waitDispatched(t, s)
