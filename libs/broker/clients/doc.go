@@ -1,0 +1,46 @@
+// Package clients is the broker's registry of connected producers and
+// consumers, fed by HEART_BEAT requests.
+//
+// # Heartbeats
+//
+// DecodeHeartbeat parses the HEART_BEAT body exactly as rocketmq-client-go
+// sends it: clientID, producerDataSet [{groupName}], consumerDataSet with
+// groupName, consumeType, messageModel, consumeFromWhere, unitMode and
+// subscriptionDataSet {classFilterMode, topic, subString, tagsSet, codeSet,
+// subVersion, expressionType}. codeSet entries arrive as JSON strings from
+// the Go client and as numbers from Java; both are accepted. Unknown keys
+// are ignored.
+//
+// # Registry
+//
+// Members are keyed by client id inside each group and remember the
+// connection handle (any comparable value, typically the server's
+// connection pointer) of their latest heartbeat and the time of it.
+// Register reports the consumer groups whose member list changed (a new
+// client id joined); the caller pushes NOTIFY_CONSUMER_IDS_CHANGED to the
+// members of those groups. rocketmq-client-go never sends UNREGISTER_CLIENT,
+// so members leave only through UnregisterConn (the TCP connection closed)
+// or Expire (no heartbeat for the channel-expiry timeout, 120 s by default);
+// both return the consumer groups that changed. A group whose last member
+// leaves is removed together with its subscriptions. Producer groups are
+// tracked the same way but never trigger notifications.
+//
+// A group's subscription table follows its latest heartbeat, as in Java: a
+// new topic is added, a topic with a higher subVersion replaces the old
+// entry, and topics absent from the heartbeat are removed.
+//
+// # Tag filtering
+//
+// The consume queue stores, per message, the Java String.hashCode of its
+// TAGS property (UTF-16 code units, signed 32-bit, sign-extended to 64 bits).
+// The Go client hashes UTF-8 bytes instead, so its codeSet is wrong for
+// non-ASCII tags. The registry therefore ignores the client's codeSet and
+// recomputes it from tagsSet (or from subString when tagsSet is empty) with
+// JavaStringHash. BuildSubscription builds the same data from a
+// subscription expression ("*", or tags joined by "||"), and
+// (*SubscriptionData).MatchTagsCode applies the broker-side filter: "*"
+// matches everything, otherwise the message's tag code must be in the code
+// set. Hash collisions pass; the client re-checks tags by exact string.
+// Non-TAG expression types (SQL92) are not evaluated here and match
+// everything.
+package clients

@@ -1,0 +1,150 @@
+package clients
+
+import (
+	"encoding/json"
+	"fmt"
+	"strconv"
+)
+
+// Values of ConsumerData fields sent by clients.
+const (
+	ConsumeActively  = "CONSUME_ACTIVELY"
+	ConsumePassively = "CONSUME_PASSIVELY"
+	Clustering       = "CLUSTERING"
+	Broadcasting     = "BROADCASTING"
+	// ExpressionTypeTag is the tag filter; "" means the same.
+	ExpressionTypeTag = "TAG"
+	// SubAll is the subscription expression matching every tag.
+	SubAll = "*"
+)
+
+// HeartbeatData is the body of HEART_BEAT (34).
+type HeartbeatData struct {
+	ClientID        string         `json:"clientID"`
+	ProducerDataSet []ProducerData `json:"producerDataSet"`
+	ConsumerDataSet []ConsumerData `json:"consumerDataSet"`
+}
+
+// ProducerData names one producer group of the client.
+type ProducerData struct {
+	GroupName string `json:"groupName"`
+}
+
+// ConsumerData describes one consumer group of the client.
+type ConsumerData struct {
+	GroupName           string             `json:"groupName"`
+	ConsumeType         string             `json:"consumeType"`
+	MessageModel        string             `json:"messageModel"`
+	ConsumeFromWhere    string             `json:"consumeFromWhere"`
+	SubscriptionDataSet []SubscriptionData `json:"subscriptionDataSet"`
+	UnitMode            bool               `json:"unitMode"`
+}
+
+// SubscriptionData is one topic subscription of a consumer group.
+type SubscriptionData struct {
+	ClassFilterMode bool     `json:"classFilterMode"`
+	Topic           string   `json:"topic"`
+	SubString       string   `json:"subString"`
+	TagsSet         []string `json:"tagsSet"`
+	CodeSet         CodeSet  `json:"codeSet"`
+	SubVersion      int64    `json:"subVersion"`
+	ExpressionType  string   `json:"expressionType"`
+}
+
+// CodeSet holds tag hash codes. It decodes from JSON strings (Go client) or
+// numbers (Java) and encodes as numbers.
+type CodeSet []int32
+
+// UnmarshalJSON accepts ["2598919"] and [2598919].
+func (c *CodeSet) UnmarshalJSON(b []byte) error {
+	var raw []json.RawMessage
+	if err := json.Unmarshal(b, &raw); err != nil {
+		return err
+	}
+	if raw == nil {
+		*c = nil
+		return nil
+	}
+	out := make(CodeSet, 0, len(raw))
+	for _, r := range raw {
+		s := string(r)
+		if len(r) > 0 && r[0] == '"' {
+			if err := json.Unmarshal(r, &s); err != nil {
+				return err
+			}
+		}
+		v, err := strconv.ParseInt(s, 10, 32)
+		if err != nil {
+			return fmt.Errorf("%w: codeSet entry %s", ErrInvalidHeartbeat, r)
+		}
+		out = append(out, int32(v))
+	}
+	*c = out
+	return nil
+}
+
+// DecodeHeartbeat parses and checks a HEART_BEAT body.
+func DecodeHeartbeat(data []byte) (*HeartbeatData, error) {
+	var hb HeartbeatData
+	if err := json.Unmarshal(data, &hb); err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrInvalidHeartbeat, err)
+	}
+	if err := hb.Validate(); err != nil {
+		return nil, err
+	}
+	return &hb, nil
+}
+
+// Validate checks that the client id and every group name are non-empty.
+func (hb *HeartbeatData) Validate() error {
+	if hb == nil || hb.ClientID == "" {
+		return fmt.Errorf("%w: empty clientID", ErrInvalidHeartbeat)
+	}
+	for _, p := range hb.ProducerDataSet {
+		if p.GroupName == "" {
+			return fmt.Errorf("%w: producer without groupName", ErrInvalidHeartbeat)
+		}
+	}
+	for _, c := range hb.ConsumerDataSet {
+		if c.GroupName == "" {
+			return fmt.Errorf("%w: consumer without groupName", ErrInvalidHeartbeat)
+		}
+		for _, s := range c.SubscriptionDataSet {
+			if s.Topic == "" {
+				return fmt.Errorf("%w: group %q subscription without topic", ErrInvalidHeartbeat, c.GroupName)
+			}
+		}
+	}
+	return nil
+}
+
+// AppendHeartbeat writes hb as JSON (codeSet as numbers, nil lists as []).
+func AppendHeartbeat(dst []byte, hb *HeartbeatData) []byte {
+	cp := *hb
+	if cp.ProducerDataSet == nil {
+		cp.ProducerDataSet = []ProducerData{}
+	}
+	if cp.ConsumerDataSet == nil {
+		cp.ConsumerDataSet = []ConsumerData{}
+	}
+	cp.ConsumerDataSet = append([]ConsumerData(nil), cp.ConsumerDataSet...)
+	for i := range cp.ConsumerDataSet {
+		cd := &cp.ConsumerDataSet[i]
+		subs := make([]SubscriptionData, len(cd.SubscriptionDataSet))
+		for j, s := range cd.SubscriptionDataSet {
+			if s.TagsSet == nil {
+				s.TagsSet = []string{}
+			}
+			if s.CodeSet == nil {
+				s.CodeSet = CodeSet{}
+			}
+			subs[j] = s
+		}
+		cd.SubscriptionDataSet = subs
+	}
+	b, err := json.Marshal(&cp)
+	if err != nil { // unreachable: only strings, numbers, bools and lists
+		return dst
+	}
+	return append(dst, b...)
+}
