@@ -5,7 +5,7 @@ import (
 	"fmt"
 	"io"
 	"math"
-	"sort"
+	"slices"
 	"strconv"
 	"unicode/utf8"
 )
@@ -57,7 +57,8 @@ func AppendBinaryFrame(dst []byte, c *Command) ([]byte, error) {
 	dst = append(dst, c.Remark...)
 	extLenAt := len(dst)
 	dst = append(dst, 0, 0, 0, 0)
-	for _, k := range sortedKeys(c.ExtFields) {
+	var keyBuf [24]string
+	for _, k := range sortedKeys(keyBuf[:0], c.ExtFields) {
 		if len(k) > math.MaxInt16 {
 			return dst[:start], fmt.Errorf("%w: ext key of %d bytes", ErrHeaderTooLarge, len(k))
 		}
@@ -86,16 +87,14 @@ func finishFrame(dst []byte, start, hstart int, typ byte, body []byte) ([]byte, 
 	return dst, nil
 }
 
-func sortedKeys(m map[string]string) []string {
-	if len(m) == 0 {
-		return nil
-	}
-	keys := make([]string, 0, len(m))
+// sortedKeys appends m's keys to buf in sorted order; callers pass a stack array so typical
+// headers sort without allocating.
+func sortedKeys(buf []string, m map[string]string) []string {
 	for k := range m {
-		keys = append(keys, k)
+		buf = append(buf, k)
 	}
-	sort.Strings(keys)
-	return keys
+	slices.Sort(buf)
+	return buf
 }
 
 // appendJSONHeader writes the header in the key order rocketmq-client-go uses; ext fields are
@@ -118,7 +117,8 @@ func appendJSONHeader(dst []byte, c *Command) []byte {
 	dst = append(dst, `,"remark":`...)
 	dst = appendJSONString(dst, c.Remark)
 	dst = append(dst, `,"extFields":{`...)
-	for i, k := range sortedKeys(c.ExtFields) {
+	var keyBuf [24]string
+	for i, k := range sortedKeys(keyBuf[:0], c.ExtFields) {
 		if i > 0 {
 			dst = append(dst, ',')
 		}
