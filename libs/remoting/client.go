@@ -187,9 +187,10 @@ func (c *Client) InvokeOneway(ctx context.Context, addr string, req *Command) er
 }
 
 // conn returns a live connection to addr, dialling when there is none (one dial per address
-// at a time; concurrent callers wait for it).
+// at a time; concurrent callers wait for it). A connection found dead is replaced once; a
+// freshly dialled one that is already dead is reported rather than redialled in a loop.
 func (c *Client) conn(ctx context.Context, addr string) (*clientConn, error) {
-	for {
+	for attempt := 0; ; attempt++ {
 		c.mu.Lock()
 		if c.closed {
 			c.mu.Unlock()
@@ -220,6 +221,9 @@ func (c *Client) conn(ctx context.Context, addr string) (*clientConn, error) {
 			return cc, nil
 		}
 		c.forget(cc) // failed since; redial
+		if attempt > 0 {
+			return nil, fmt.Errorf("%w: %s: %w", ErrConnFailed, addr, cc.link.err())
+		}
 	}
 }
 

@@ -427,3 +427,43 @@ func TestServerManyConcurrentCallers(t *testing.T) {
 		require.NoError(t, err)
 	}
 }
+
+func TestServerFloodEveryRequestAnsweredOnce(t *testing.T) {
+	const limit, total = 64, 20000
+	release := make(chan struct{})
+	s, _ := startServer(t, func(c *ServerConfig) { c.MaxInflightPerConn = limit }, func(s *Server) {
+		s.HandleFunc(testCode, func(w ResponseWriter, r *Command) {
+			<-release
+			echo(w, r)
+		})
+	})
+	rc := dialRaw(t, s.Addr().String())
+	go func() {
+		var batch []byte
+		for i := 0; i < total; i++ {
+			batch = AppendFrame(batch, req(testCode, int32(i), nil))
+			if len(batch) > 64<<10 || i == total-1 {
+				if _, err := rc.nc.Write(batch); err != nil {
+					return
+				}
+				batch = batch[:0]
+			}
+		}
+	}()
+	seen := make([]bool, total)
+	busy := 0
+	for i := 0; i < total; i++ {
+		if i == total-limit {
+			close(release) // every other request has been refused by now
+		}
+		resp := rc.read()
+		require.False(t, seen[resp.Opaque], "opaque %d answered twice", resp.Opaque)
+		seen[resp.Opaque] = true
+		if resp.Code == SystemBusy {
+			busy++
+		} else {
+			require.Equal(t, Success, resp.Code)
+		}
+	}
+	require.Equal(t, total-limit, busy)
+}
