@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 )
@@ -45,7 +46,7 @@ func fileExists(p string) bool {
 	return err == nil && !st.IsDir()
 }
 
-// Consul is a dev-mode Consul agent on loopback.
+// Consul is a one-node Consul server agent on loopback.
 type Consul struct {
 	*Process
 	HTTPPort int
@@ -55,7 +56,7 @@ type Consul struct {
 // HTTPAddr is host:port of the HTTP API, the form CONSUL_HTTP_ADDR takes.
 func (c *Consul) HTTPAddr() string { return Addr(c.HTTPPort) }
 
-// StartConsul starts `consul agent -dev` on free loopback ports, with its
+// StartConsul starts a one-node Consul server on free loopback ports, with its
 // state in dir (so a restart keeps the catalog and KV), and waits until it
 // has a leader.
 func StartConsul(dir string, out io.Writer) (*Consul, error) {
@@ -71,10 +72,14 @@ func StartConsul(dir string, out io.Writer) (*Consul, error) {
 	if err := os.MkdirAll(data, 0o755); err != nil {
 		return nil, err
 	}
-	args := []string{"agent", "-dev", "-bind", "127.0.0.1", "-client", "127.0.0.1",
+	// A one-node server rather than -dev: -dev keeps its state in memory
+	// only, and the fault tests restart the agent and expect its catalog
+	// and KV back, as a real deployment would.
+	args := []string{"agent", "-server", "-bootstrap-expect", "1", "-node", "rmqha-test", "-bind", "127.0.0.1", "-client", "127.0.0.1",
 		"-http-port", strconv.Itoa(ports[0]), "-dns-port", "-1", "-grpc-port", "-1", "-grpc-tls-port", "-1",
 		"-serf-lan-port", strconv.Itoa(ports[1]), "-serf-wan-port", strconv.Itoa(ports[2]),
-		"-server-port", strconv.Itoa(ports[3]), "-data-dir", data, "-log-level", "warn"}
+		"-server-port", strconv.Itoa(ports[3]), "-data-dir", data, "-log-level", "warn",
+		"-hcl", "performance { raft_multiplier = 1 }", "-hcl", "disable_update_check = true"}
 	p, err := StartProcess(ProcessConfig{Name: "consul", Bin: bin, Args: args, Dir: dir, Stdout: out})
 	if err != nil {
 		return nil, err
@@ -106,6 +111,20 @@ func (c *Consul) WaitReady(timeout time.Duration) error {
 		}
 		return nil
 	})
+}
+
+// Stop asks the agent to leave and exit (SIGINT), waiting up to timeout.
+// Consul exits non-zero after a graceful leave, so the exit status is not an
+// error here.
+func (c *Consul) Stop(timeout time.Duration) error {
+	_ = c.signal(syscall.SIGINT)
+	select {
+	case <-c.Done():
+		return nil
+	case <-time.After(timeout):
+		c.Kill()
+		return fmt.Errorf("harness: consul did not stop within %s, killed", timeout)
+	}
 }
 
 // RestartAndWait restarts a stopped or killed agent on the same ports.
