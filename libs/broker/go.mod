@@ -11,3 +11,7 @@ require (
 	go.yaml.in/yaml/v3 v3.0.5 // indirect
 	golang.org/x/sys v0.13.0 // indirect
 )
+
+require github.com/rmqha/rmqha/libs/commitlog v0.0.0
+
+replace github.com/rmqha/rmqha/libs/commitlog => ../commitlog

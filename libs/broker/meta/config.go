@@ -8,6 +8,7 @@ import (
 	"github.com/sirupsen/logrus"
 
 	"github.com/rmqha/rmqha/libs/broker/route"
+	"github.com/rmqha/rmqha/libs/commitlog/vfs"
 )
 
 // Names of the table files under <StorePathRootDir>/config/.
@@ -43,7 +44,7 @@ type Config struct {
 	DefaultTopicQueueNums int32
 	// AutoCreateSubscriptionGroup creates unknown groups on first use. Default true.
 	AutoCreateSubscriptionGroup bool
-	// FS is the file-system seam. Default OSFS{}.
+	// FS is the file-system seam. Default vfs.Default (the OS).
 	FS FS
 	// Now is the clock for DataVersion timestamps. Default time.Now.
 	Now func() time.Time
@@ -61,7 +62,7 @@ func DefaultConfig() Config {
 		AutoCreateTopicEnable:       true,
 		DefaultTopicQueueNums:       8,
 		AutoCreateSubscriptionGroup: true,
-		FS:                          OSFS{},
+		FS:                          vfs.Default,
 		Now:                         time.Now,
 		Logger:                      logrus.New(),
 	}

@@ -36,8 +36,9 @@
 // Persist (Java does it every 5 s and on shutdown); Persist writes only if
 // the table changed since the last write.
 //
-// All file access goes through the FS interface (OSFS in production), so
-// tests can inject write, sync and rename failures.
+// All file access goes through FS (the repository's commitlog/vfs seam), so
+// tests can inject write, sync and rename failures (vfs.NewErrorFS) and
+// simulate power loss in the middle of a write (vfs.MemFS.CrashClone).
 //
 // # Slave side
 //

@@ -13,6 +13,8 @@ import (
 	"github.com/sirupsen/logrus"
 	"github.com/sirupsen/logrus/hooks/test"
 	"github.com/stretchr/testify/require"
+
+	"github.com/rmqha/rmqha/libs/commitlog/vfs"
 )
 
 type testClock struct {
@@ -36,112 +38,47 @@ func (c *testClock) Advance(d time.Duration) {
 
 var errInjected = errors.New("injected I/O error")
 
-// faultFS wraps OSFS; fail decides per operation and path whether to fail.
-// Operations: mkdir, read, create, write, sync, close, rename, remove, syncdir.
+// faultFS wraps the OS file system in a vfs.ErrorFS; fail decides per
+// operation and path whether to fail (rename is asked with the source path).
+// It also counts renames onto each table file.
 type faultFS struct {
-	OSFS
-	mu     sync.Mutex
-	fail   func(op, name string) error
-	writes map[string]int // completed renames onto each target
+	*vfs.ErrorFS
+	mu      sync.Mutex
+	fail    func(op vfs.Op, name string) error
+	renamed map[string]int
 }
 
-func (f *faultFS) check(op, name string) error {
+func newFaultFS(inner vfs.FS) *faultFS {
+	f := &faultFS{renamed: map[string]int{}}
+	f.ErrorFS = vfs.NewErrorFS(inner, vfs.InjectorFunc(f.maybeError))
+	return f
+}
+
+func (f *faultFS) maybeError(op vfs.Op, name string) error {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	if f.fail == nil {
-		return nil
+	if f.fail != nil {
+		if err := f.fail(op, name); err != nil {
+			return err
+		}
 	}
-	return f.fail(op, name)
+	if op == vfs.OpRename {
+		f.renamed[strings.TrimSuffix(name, ".tmp")]++
+	}
+	return nil
 }
 
-func (f *faultFS) setFail(fn func(op, name string) error) {
+func (f *faultFS) setFail(fn func(op vfs.Op, name string) error) {
 	f.mu.Lock()
 	f.fail = fn
 	f.mu.Unlock()
 }
 
+// renames counts completed-or-attempted renames of <target>.tmp onto target.
 func (f *faultFS) renames(target string) int {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	return f.writes[target]
-}
-
-func (f *faultFS) MkdirAll(dir string) error {
-	if err := f.check("mkdir", dir); err != nil {
-		return err
-	}
-	return f.OSFS.MkdirAll(dir)
-}
-
-func (f *faultFS) ReadFile(name string) ([]byte, error) {
-	if err := f.check("read", name); err != nil {
-		return nil, err
-	}
-	return f.OSFS.ReadFile(name)
-}
-
-func (f *faultFS) Create(name string) (File, error) {
-	if err := f.check("create", name); err != nil {
-		return nil, err
-	}
-	file, err := f.OSFS.Create(name)
-	if err != nil {
-		return nil, err
-	}
-	return &faultFile{File: file, fs: f, name: name}, nil
-}
-
-func (f *faultFS) Rename(oldname, newname string) error {
-	if err := f.check("rename", newname); err != nil {
-		return err
-	}
-	if err := f.OSFS.Rename(oldname, newname); err != nil {
-		return err
-	}
-	f.mu.Lock()
-	if f.writes == nil {
-		f.writes = map[string]int{}
-	}
-	f.writes[newname]++
-	f.mu.Unlock()
-	return nil
-}
-
-func (f *faultFS) SyncDir(dir string) error {
-	if err := f.check("syncdir", dir); err != nil {
-		return err
-	}
-	return f.OSFS.SyncDir(dir)
-}
-
-type faultFile struct {
-	File
-	fs   *faultFS
-	name string
-}
-
-func (f *faultFile) Write(p []byte) (int, error) {
-	if err := f.fs.check("write", f.name); err != nil {
-		// A torn write: half the bytes reach the file.
-		n, _ := f.File.Write(p[:len(p)/2])
-		return n, err
-	}
-	return f.File.Write(p)
-}
-
-func (f *faultFile) Sync() error {
-	if err := f.fs.check("sync", f.name); err != nil {
-		return err
-	}
-	return f.File.Sync()
-}
-
-func (f *faultFile) Close() error {
-	err := f.File.Close()
-	if cerr := f.fs.check("close", f.name); cerr != nil {
-		return cerr
-	}
-	return err
+	return f.renamed[target]
 }
 
 // testConfig returns a config persisting under a temp dir with a manual
@@ -149,7 +86,7 @@ func (f *faultFile) Close() error {
 func testConfig(t *testing.T) (Config, *testClock, *faultFS, *test.Hook) {
 	t.Helper()
 	clock := newTestClock()
-	fsys := &faultFS{}
+	fsys := newFaultFS(vfs.Default)
 	logger, hook := test.NewNullLogger()
 	logger.SetLevel(logrus.DebugLevel)
 	logger.SetOutput(io.Discard)

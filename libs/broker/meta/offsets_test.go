@@ -6,6 +6,8 @@ import (
 	"testing"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/rmqha/rmqha/libs/commitlog/vfs"
 )
 
 // javaConsumerOffsetJSON is a 4.x consumerOffset.json: fastjson's bare
@@ -71,8 +73,8 @@ func TestConsumerOffsetsSnapshotShapeAndPersist(t *testing.T) {
 
 	// A failed persist is retried by the next tick.
 	o.Commit("g", "T", 0, 14)
-	fsys.setFail(func(op, _ string) error {
-		if op == "rename" {
+	fsys.setFail(func(op vfs.Op, _ string) error {
+		if op == vfs.OpRename {
 			return errInjected
 		}
 		return nil

@@ -72,7 +72,7 @@ func (s *fileStore) load(validate func([]byte) error) ([]byte, LoadInfo, error) 
 	}
 	info := LoadInfo{Path: s.path}
 	bak := s.path + ".bak"
-	data, err := s.fs.ReadFile(s.path)
+	data, err := readFile(s.fs, s.path)
 	if err == nil {
 		if err = validate(data); err == nil {
 			info.Source = LoadedFile
@@ -80,7 +80,7 @@ func (s *fileStore) load(validate func([]byte) error) ([]byte, LoadInfo, error) 
 		}
 	}
 	mainMissing := errors.Is(err, iofs.ErrNotExist)
-	bdata, berr := s.fs.ReadFile(bak)
+	bdata, berr := readFile(s.fs, bak)
 	if errors.Is(berr, iofs.ErrNotExist) {
 		if mainMissing {
 			return nil, info, nil
@@ -111,7 +111,7 @@ func (s *fileStore) save(data []byte, validate func([]byte) error) error {
 	if err := s.writeSynced(tmp, data); err != nil {
 		return err
 	}
-	old, err := s.fs.ReadFile(s.path)
+	old, err := readFile(s.fs, s.path)
 	switch {
 	case err == nil && validate(old) == nil:
 		bakTmp := s.path + ".bak.tmp"
@@ -153,7 +153,7 @@ func (s *fileStore) writeSynced(name string, data []byte) (err error) {
 			_ = s.fs.Remove(name)
 		}
 	}()
-	if _, err := f.Write(data); err != nil {
+	if _, err := f.WriteAt(data, 0); err != nil {
 		return fmt.Errorf("meta: write %s: %w", name, err)
 	}
 	if err := f.Sync(); err != nil {

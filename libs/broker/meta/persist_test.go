@@ -9,24 +9,26 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/rmqha/rmqha/libs/broker/route"
+	"github.com/rmqha/rmqha/libs/commitlog/vfs"
 )
 
 func TestPersistFailureLeavesPreviousFile(t *testing.T) {
-	type failure struct{ op, suffix string }
+	type failure struct {
+		op     vfs.Op
+		suffix string
+	}
 	for _, f := range []failure{
-		{"mkdir", "config"},
-		{"create", "topics.json.tmp"},
-		{"write", "topics.json.tmp"},
-		{"sync", "topics.json.tmp"},
-		{"close", "topics.json.tmp"},
-		{"read", "topics.json"},
-		{"create", "topics.json.bak.tmp"},
-		{"write", "topics.json.bak.tmp"},
-		{"sync", "topics.json.bak.tmp"},
-		{"rename", "topics.json.bak"},
-		{"rename", "topics.json"},
+		{vfs.OpCreate, "topics.json.tmp"},
+		{vfs.OpWrite, "topics.json.tmp"},
+		{vfs.OpSync, "topics.json.tmp"},
+		{vfs.OpRead, "topics.json"},
+		{vfs.OpCreate, "topics.json.bak.tmp"},
+		{vfs.OpWrite, "topics.json.bak.tmp"},
+		{vfs.OpSync, "topics.json.bak.tmp"},
+		{vfs.OpRename, "topics.json.bak.tmp"},
+		{vfs.OpRename, "topics.json.tmp"},
 	} {
-		t.Run(f.op+"_"+f.suffix, func(t *testing.T) {
+		t.Run(f.op.String()+"_"+f.suffix, func(t *testing.T) {
 			cfg, _, fsys, _ := testConfig(t)
 			tt, err := NewTopicTable(cfg)
 			require.NoError(t, err)
@@ -35,8 +37,8 @@ func TestPersistFailureLeavesPreviousFile(t *testing.T) {
 			before := readConfigFile(t, cfg, TopicsFileName)
 			beforeBak := readConfigFile(t, cfg, TopicsFileName+".bak")
 
-			fsys.setFail(func(op, name string) error {
-				if op == f.op && strings.HasSuffix(name, f.suffix) {
+			fsys.setFail(func(op vfs.Op, name string) error {
+				if op == f.op && strings.HasSuffix(name, "/"+f.suffix) {
 					return errInjected
 				}
 				return nil
@@ -69,8 +71,8 @@ func TestPersistDirSyncFailureIsReported(t *testing.T) {
 	cfg, _, fsys, _ := testConfig(t)
 	tt, err := NewTopicTable(cfg)
 	require.NoError(t, err)
-	fsys.setFail(func(op, _ string) error {
-		if op == "syncdir" {
+	fsys.setFail(func(op vfs.Op, _ string) error {
+		if op == vfs.OpSyncDir {
 			return errInjected
 		}
 		return nil
@@ -177,7 +179,7 @@ func TestCorruptBackupIsNotOverwrittenByCorruptFile(t *testing.T) {
 func TestInMemoryModeWritesNothing(t *testing.T) {
 	cfg, _, fsys, _ := testConfig(t)
 	cfg.StorePathRootDir = ""
-	fsys.setFail(func(op, name string) error { t.Fatalf("unexpected %s %s", op, name); return nil })
+	fsys.setFail(func(op vfs.Op, name string) error { t.Fatalf("unexpected %s %s", op, name); return nil })
 	tabs, err := Open(cfg)
 	require.NoError(t, err)
 	_, err = tabs.Topics.Put(route.NewTopicConfig("T"))

@@ -8,6 +8,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/rmqha/rmqha/libs/broker/route"
+	"github.com/rmqha/rmqha/libs/commitlog/vfs"
 )
 
 func TestTopicTableSystemTopics(t *testing.T) {
@@ -226,7 +227,7 @@ func TestTopicApplySnapshot(t *testing.T) {
 	// Our own snapshot round-trips into an equal table.
 	snap := tt.Snapshot()
 	require.True(t, json.Valid(snap))
-	other, err := NewTopicTable(Config{BrokerClusterName: "c", BrokerName: "b", DefaultTopicQueueNums: 8, FS: OSFS{}, Now: time.Now, Logger: cfg.Logger})
+	other, err := NewTopicTable(Config{BrokerClusterName: "c", BrokerName: "b", DefaultTopicQueueNums: 8, FS: vfs.Default, Now: time.Now, Logger: cfg.Logger})
 	require.NoError(t, err)
 	changed, err = other.ApplySnapshot(snap)
 	require.NoError(t, err)
