@@ -3,6 +3,9 @@ module github.com/rmqha/rmqha/libs/broker
 go 1.26
 
 require (
+	github.com/rmqha/rmqha/libs/commitlog v0.0.0
+	github.com/rmqha/rmqha/libs/hawire v0.0.0
+	github.com/rmqha/rmqha/libs/remoting v0.0.0
 	github.com/sirupsen/logrus v1.10.2
 	github.com/stretchr/testify v1.12.1
 )
@@ -12,6 +15,8 @@ require (
 	golang.org/x/sys v0.13.0 // indirect
 )
 
-require github.com/rmqha/rmqha/libs/commitlog v0.0.0
-
-replace github.com/rmqha/rmqha/libs/commitlog => ../commitlog
+replace (
+	github.com/rmqha/rmqha/libs/commitlog => ../commitlog
+	github.com/rmqha/rmqha/libs/hawire => ../hawire
+	github.com/rmqha/rmqha/libs/remoting => ../remoting
+)

@@ -1,0 +1,168 @@
+package broker
+
+import (
+	"encoding/json"
+	"strconv"
+
+	"github.com/rmqha/rmqha/libs/broker/meta"
+	"github.com/rmqha/rmqha/libs/broker/route"
+	"github.com/rmqha/rmqha/libs/remoting"
+)
+
+func (b *Broker) handleUpdateAndCreateTopic(w remoting.ResponseWriter, req *remoting.Command) {
+	topic := req.Ext("topic")
+	if err := meta.ValidateTopicName(topic); err != nil {
+		b.reply(w, req, remoting.SystemError, "topic "+strconv.Quote(topic)+" is not allowed: "+err.Error())
+		return
+	}
+	if topic == b.cfg.BrokerClusterName {
+		b.reply(w, req, remoting.SystemError, "the topic["+topic+"] is conflict with system reserved words")
+		return
+	}
+	tc := route.NewTopicConfig(topic)
+	if old, ok := b.tables.Topics.Get(topic); ok {
+		tc = old.Clone()
+	}
+	num := func(key string, dst *int32) bool {
+		if req.Ext(key) == "" {
+			return true
+		}
+		v, err := req.ExtInt32(key)
+		if err != nil || v < 0 {
+			b.reply(w, req, remoting.SystemError, "invalid ext "+key)
+			return false
+		}
+		*dst = v
+		return true
+	}
+	if !num("readQueueNums", &tc.ReadQueueNums) || !num("writeQueueNums", &tc.WriteQueueNums) ||
+		!num("perm", &tc.Perm) || !num("topicSysFlag", &tc.TopicSysFlag) {
+		return
+	}
+	if f := req.Ext("topicFilterType"); f != "" {
+		tc.TopicFilterType = f
+	}
+	if o := req.Ext("order"); o != "" {
+		tc.Order = o == "true"
+	}
+	changed, err := b.tables.Topics.Put(tc)
+	if err != nil {
+		b.reply(w, req, remoting.SystemError, "topic "+topic+" updated in memory but not persisted: "+err.Error())
+		return
+	}
+	if changed {
+		b.log.WithField("topic", topic).Info("topic created or updated by admin request")
+		b.triggerRegister()
+	}
+	b.replyOK(w, req, nil)
+}
+
+func (b *Broker) handleDeleteTopic(w remoting.ResponseWriter, req *remoting.Command) {
+	topic := req.Ext("topic")
+	if topic == "" {
+		b.reply(w, req, remoting.SystemError, "missing ext topic")
+		return
+	}
+	existed, err := b.tables.Topics.Delete(topic)
+	if err != nil {
+		b.reply(w, req, remoting.SystemError, "deleting topic "+topic+": "+err.Error())
+		return
+	}
+	if derr := b.store.DeleteTopic(topic); derr != nil {
+		b.log.WithError(derr).WithField("topic", topic).Warn("deleting consume queues failed")
+	}
+	if existed {
+		b.log.WithField("topic", topic).Info("topic deleted by admin request")
+		b.triggerRegister()
+	}
+	b.replyOK(w, req, nil)
+}
+
+func (b *Broker) handleGetAllTopicConfig(w remoting.ResponseWriter, req *remoting.Command) {
+	b.replyOK(w, req, b.tables.Topics.Snapshot())
+}
+
+func (b *Broker) handleUpdateAndCreateGroup(w remoting.ResponseWriter, req *remoting.Command) {
+	var gc meta.SubscriptionGroupConfig
+	if err := json.Unmarshal(req.Body, &gc); err != nil || gc.GroupName == "" {
+		msg := "body is not a subscription group config with a groupName"
+		if err != nil {
+			msg += ": " + err.Error()
+		}
+		b.reply(w, req, remoting.SystemError, msg)
+		return
+	}
+	if err := meta.ValidateTopicName(gc.GroupName); err != nil {
+		b.reply(w, req, remoting.SystemError, "group "+strconv.Quote(gc.GroupName)+" is not allowed: "+err.Error())
+		return
+	}
+	if _, err := b.tables.Groups.Put(gc); err != nil {
+		b.reply(w, req, remoting.SystemError, "group updated in memory but not persisted: "+err.Error())
+		return
+	}
+	b.replyOK(w, req, nil)
+}
+
+func (b *Broker) handleDeleteGroup(w remoting.ResponseWriter, req *remoting.Command) {
+	group := req.Ext("groupName")
+	if group == "" {
+		b.reply(w, req, remoting.SystemError, "missing ext groupName")
+		return
+	}
+	if _, err := b.tables.Groups.Delete(group); err != nil {
+		b.reply(w, req, remoting.SystemError, "deleting group "+group+": "+err.Error())
+		return
+	}
+	if req.Ext("cleanOffset") == "true" {
+		b.tables.Offsets.RemoveGroup(group)
+	}
+	b.replyOK(w, req, nil)
+}
+
+func (b *Broker) handleGetAllGroups(w remoting.ResponseWriter, req *remoting.Command) {
+	b.replyOK(w, req, b.tables.Groups.Snapshot())
+}
+
+func (b *Broker) handleGetAllConsumerOffset(w remoting.ResponseWriter, req *remoting.Command) {
+	b.replyOK(w, req, b.tables.Offsets.Snapshot())
+}
+
+func (b *Broker) handleGetAllDelayOffset(w remoting.ResponseWriter, req *remoting.Command) {
+	b.replyOK(w, req, b.tables.Delay.Snapshot())
+}
+
+// handleRuntimeInfo answers a KVTable body ({"table":{...}}) in the spirit of Java's
+// GET_BROKER_RUNTIME_INFO, with this broker's own keys.
+func (b *Broker) handleRuntimeInfo(w remoting.ResponseWriter, req *remoting.Command) {
+	st := b.Status()
+	t := map[string]string{
+		"brokerVersionDesc":      "V4_9_8",
+		"brokerVersion":          strconv.Itoa(int(remoting.VersionV4_9_8)),
+		"brokerRole":             st.Role,
+		"commitLogMinOffset":     strconv.FormatInt(st.MinOffset, 10),
+		"commitLogMaxOffset":     strconv.FormatInt(st.MaxOffset, 10),
+		"commitLogFlushedOffset": strconv.FormatInt(st.FlushedOffset, 10),
+		"dispatchedOffset":       strconv.FormatInt(st.DispatchedOffset, 10),
+		"pullHeldRequests":       strconv.Itoa(st.HeldPulls),
+		"consumerChannels":       strconv.Itoa(st.Consumers),
+		"producerChannels":       strconv.Itoa(st.Producers),
+		"sendRequests":           strconv.FormatUint(st.SendRequests, 10),
+		"pullRequests":           strconv.FormatUint(st.PullRequests, 10),
+		"storeReadOnly":          strconv.FormatBool(st.StoreError != ""),
+	}
+	if st.HAMaster != nil {
+		t["haInSyncCount"] = strconv.Itoa(st.HAMaster.InSyncCount)
+		t["haEpoch"] = strconv.FormatInt(st.HAMaster.Epoch, 10)
+		t["haConfirmedOffset"] = strconv.FormatInt(st.HAMaster.Confirmed, 10)
+		t["haSlaveCount"] = strconv.Itoa(len(st.HAMaster.Slaves))
+	}
+	if st.HASlave != nil {
+		t["haMasterAddr"] = st.HASlave.MasterAddr
+		t["haConnected"] = strconv.FormatBool(st.HASlave.Connected)
+		t["haLagBytes"] = strconv.FormatInt(st.HASlave.LagBytes, 10)
+	}
+	body := []byte(`{"table":`)
+	body = route.AppendStringMap(body, t)
+	body = append(body, '}')
+	b.replyOK(w, req, body)
+}

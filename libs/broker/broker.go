@@ -1,0 +1,381 @@
+package broker
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/netip"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/rmqha/rmqha/libs/broker/meta"
+	"github.com/rmqha/rmqha/libs/commitlog"
+	"github.com/rmqha/rmqha/libs/hawire"
+	"github.com/rmqha/rmqha/libs/remoting"
+	"github.com/sirupsen/logrus"
+)
+
+// Broker is one RocketMQ-compatible broker: the remoting server with every request handler,
+// the CommitLog store, the metadata tables, the HA master or slave, name-server registration
+// and the status HTTP server. Its role (Config.BrokerRole) decides what requests may do.
+type Broker struct {
+	cfg Config
+	log logrus.FieldLogger
+	now func() time.Time
+
+	store   *commitlog.Store
+	tables  *meta.Tables
+	srv     *remoting.Server
+	nsCli   *remoting.Client
+	master  *hawire.Master
+	slave   *hawire.Slave
+	disc    *regDiscovery
+	clients *clientRegistry
+	holds   *holdService
+	pipe    *sendPipeline
+	httpSrv *httpServer
+
+	ln           net.Listener
+	storeHost    netip.AddrPort
+	brokerAddr   string // brokerIP1:listenPort, advertised to clients
+	haServerAddr string // brokerIP2:haListenPort, advertised for HA (masters)
+	physMem      int64
+
+	masterAddr atomic.Value // string: the group master's client address, from registration
+
+	state      atomic.Int32
+	ctx        context.Context
+	cancel     context.CancelFunc
+	wg         sync.WaitGroup
+	regTrigger chan struct{}
+	stopOnce   sync.Once
+
+	sendRejects atomic.Uint64
+	sends       atomic.Uint64
+	pulls       atomic.Uint64
+}
+
+const (
+	stateNew int32 = iota
+	stateRunning
+	stateStopping
+	stateStopped
+)
+
+// New validates cfg and prepares a broker; nothing is opened or bound until Start.
+func New(cfg Config, logger logrus.FieldLogger) (*Broker, error) {
+	if cfg.BrokerIP1 == "" {
+		cfg.BrokerIP1 = defaultIP()
+	}
+	if cfg.BrokerIP2 == "" {
+		cfg.BrokerIP2 = cfg.BrokerIP1
+	}
+	if cfg.BindAddress == "" {
+		cfg.BindAddress = "0.0.0.0"
+	}
+	if cfg.Now == nil {
+		cfg.Now = time.Now
+	}
+	if cfg.ClientExpiry <= 0 {
+		cfg.ClientExpiry = 120 * time.Second
+	}
+	if cfg.OffsetPersistInterval <= 0 {
+		cfg.OffsetPersistInterval = 5 * time.Second
+	}
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	if logger == nil {
+		l := logrus.New()
+		l.SetLevel(logrus.WarnLevel)
+		logger = l
+	}
+	b := &Broker{
+		cfg:        cfg,
+		log:        logger.WithFields(logrus.Fields{"broker": cfg.BrokerName, "brokerId": cfg.BrokerID}),
+		now:        cfg.Now,
+		regTrigger: make(chan struct{}, 1),
+		physMem:    physicalMemory(),
+	}
+	b.masterAddr.Store("")
+	b.ctx, b.cancel = context.WithCancel(context.Background())
+	return b, nil
+}
+
+// Config returns the effective configuration (defaults filled in).
+func (b *Broker) Config() Config { return b.cfg }
+
+// Addr is the bound remoting address ("" before Start).
+func (b *Broker) Addr() string {
+	if b.ln == nil {
+		return ""
+	}
+	return b.ln.Addr().String()
+}
+
+// AdvertisedAddr is brokerIP1:listenPort, the address registered with name servers.
+func (b *Broker) AdvertisedAddr() string { return b.brokerAddr }
+
+// HAAddr is the bound HA address of a master ("" for a slave or before Start).
+func (b *Broker) HAAddr() string {
+	if b.master == nil || b.master.Addr() == nil {
+		return ""
+	}
+	return b.master.Addr().String()
+}
+
+// HTTPAddr is the bound status HTTP address ("" when disabled).
+func (b *Broker) HTTPAddr() string {
+	if b.httpSrv == nil {
+		return ""
+	}
+	return b.httpSrv.addr()
+}
+
+// Store exposes the CommitLog store (for tests and tools in-process).
+func (b *Broker) Store() *commitlog.Store { return b.store }
+
+// Tables exposes the metadata tables.
+func (b *Broker) Tables() *meta.Tables { return b.tables }
+
+// Start binds the ports, opens the store and tables, starts replication, serves requests and
+// registers with the name servers. On error everything already opened is closed again.
+func (b *Broker) Start() error {
+	if !b.state.CompareAndSwap(stateNew, stateRunning) {
+		if b.state.Load() == stateRunning {
+			return ErrStarted
+		}
+		return ErrClosed
+	}
+	if err := b.start(); err != nil {
+		b.state.Store(stateStopping)
+		b.teardown(context.Background())
+		b.state.Store(stateStopped)
+		return err
+	}
+	b.log.WithFields(logrus.Fields{
+		"role": b.cfg.BrokerRole, "addr": b.Addr(), "advertised": b.brokerAddr,
+		"haAddr": b.HAAddr(), "haServerAddr": b.haServerAddr, "http": b.HTTPAddr(),
+	}).Info("broker started")
+	return nil
+}
+
+func (b *Broker) start() error {
+	cfg := b.cfg
+	ln, err := net.Listen("tcp", net.JoinHostPort(cfg.BindAddress, strconv.Itoa(cfg.ListenPort)))
+	if err != nil {
+		return fmt.Errorf("broker: listen on listenPort: %w", err)
+	}
+	b.ln = ln
+	port := ln.Addr().(*net.TCPAddr).Port
+	ip1, _ := netip.ParseAddr(cfg.BrokerIP1)
+	b.storeHost = netip.AddrPortFrom(ip1.Unmap(), uint16(port))
+	b.brokerAddr = net.JoinHostPort(cfg.BrokerIP1, strconv.Itoa(port))
+
+	// Store.
+	hours, _ := cfg.deleteHours()
+	scfg := commitlog.DefaultConfig()
+	scfg.Dir = cfg.StorePathRootDir
+	scfg.SegmentSize = cfg.MappedFileSizeCommitLog
+	scfg.FlushDiskType, err = commitlog.ParseFlushDiskType(cfg.FlushDiskType)
+	if err != nil {
+		return err
+	}
+	scfg.FlushInterval = cfg.FlushIntervalCommitLog
+	scfg.SyncFlushTimeout = cfg.SyncFlushTimeout
+	scfg.MaxMessageSize = cfg.MaxMessageSize
+	scfg.FileReservedTime = time.Duration(cfg.FileReservedTime) * time.Hour
+	scfg.DeleteWhen = hours
+	scfg.DiskMaxUsedSpaceRatio = cfg.DiskMaxUsedSpaceRatio
+	scfg.StoreHost = b.storeHost
+	scfg.Logger = b.log.WithField("component", "store")
+	scfg.Now = b.now
+	b.store, err = commitlog.Open(scfg)
+	if err != nil {
+		return fmt.Errorf("broker: open store in %s: %w", cfg.StorePathRootDir, err)
+	}
+
+	// Metadata tables.
+	mcfg := meta.DefaultConfig()
+	mcfg.StorePathRootDir = cfg.StorePathRootDir
+	mcfg.BrokerClusterName = cfg.BrokerClusterName
+	mcfg.BrokerName = cfg.BrokerName
+	mcfg.AutoCreateTopicEnable = cfg.AutoCreateTopicEnable
+	mcfg.DefaultTopicQueueNums = int32(cfg.DefaultTopicQueueNums)
+	mcfg.AutoCreateSubscriptionGroup = cfg.AutoCreateSubscriptionGroup
+	mcfg.Now = b.now
+	mcfg.Logger = b.log.WithField("component", "meta")
+	b.tables, err = meta.Open(mcfg)
+	if err != nil {
+		return fmt.Errorf("broker: open metadata tables: %w", err)
+	}
+
+	// Replication.
+	epochDir := cfg.StorePathRootDir
+	if cfg.IsMaster() {
+		mc := hawire.DefaultMasterConfig()
+		mc.ListenAddr = net.JoinHostPort(cfg.BindAddress, strconv.Itoa(cfg.EffectiveHAListenPort()))
+		mc.ClusterName, mc.BrokerName = cfg.BrokerClusterName, cfg.BrokerName
+		mc.Secret = cfg.HASecret
+		mc.TransferBatchSize = cfg.HATransferBatchSize
+		mc.HousekeepingInterval = cfg.HAHousekeepingInterval
+		mc.HeartbeatInterval = cfg.HASendHeartbeatInterval
+		mc.MaxGapNotInSync = cfg.HAMaxGapNotInSync
+		mc.InSyncReplicas = cfg.InSyncReplicas
+		mc.MinInSyncReplicas = cfg.MinInSyncReplicas
+		mc.SlaveTimeout = cfg.SlaveTimeout
+		mc.EpochDir = epochDir
+		mc.Logger = b.log.WithField("component", "ha")
+		mc.Now = b.now
+		b.master, err = hawire.NewMaster(mc, b.store)
+		if err != nil {
+			return fmt.Errorf("broker: HA master: %w", err)
+		}
+		if err := b.master.Start(); err != nil {
+			return fmt.Errorf("broker: HA master listen: %w", err)
+		}
+		haPort := b.master.Addr().(*net.TCPAddr).Port
+		b.haServerAddr = net.JoinHostPort(cfg.BrokerIP2, strconv.Itoa(haPort))
+	} else {
+		b.disc = newRegDiscovery(cfg.HAMasterAddress)
+		sc := hawire.DefaultSlaveConfig()
+		sc.ClusterName, sc.BrokerName, sc.BrokerID = cfg.BrokerClusterName, cfg.BrokerName, cfg.BrokerID
+		sc.Secret = cfg.HASecret
+		sc.HeartbeatInterval = cfg.HASendHeartbeatInterval
+		sc.HousekeepingInterval = cfg.HAHousekeepingInterval
+		sc.EpochDir = epochDir
+		sc.Logger = b.log.WithField("component", "ha")
+		sc.Now = b.now
+		b.slave, err = hawire.NewSlave(sc, b.store, b.disc)
+		if err != nil {
+			return fmt.Errorf("broker: HA slave: %w", err)
+		}
+		if err := b.slave.Start(); err != nil {
+			return fmt.Errorf("broker: HA slave start: %w", err)
+		}
+	}
+
+	// Request handling.
+	b.clients = newClientRegistry(b)
+	b.holds = newHoldService(b)
+	b.pipe = newSendPipeline(b)
+	b.store.OnDispatch(b.holds.notify)
+
+	rc := remoting.DefaultServerConfig()
+	rc.Logger = b.log.WithField("component", "remoting")
+	b.srv, err = remoting.NewServer(rc)
+	if err != nil {
+		return err
+	}
+	b.registerHandlers()
+	b.srv.OnConnClose(b.clients.connClosed)
+
+	nc := remoting.DefaultClientConfig()
+	nc.RequestTimeout = 6 * time.Second
+	nc.Logger = b.log.WithField("component", "namesrv-client")
+	b.nsCli = remoting.NewClient(nc)
+
+	if cfg.HTTPPort != 0 {
+		b.httpSrv, err = startHTTP(b, net.JoinHostPort(cfg.BindAddress, strconv.Itoa(cfg.HTTPPort)))
+		if err != nil {
+			return err
+		}
+	}
+
+	b.wg.Add(1)
+	go func() {
+		defer b.wg.Done()
+		_ = b.srv.Serve(ln)
+	}()
+	b.holds.start()
+	b.pipe.start()
+	b.clients.start()
+	b.wg.Add(2)
+	go b.persistLoop()
+	go b.registerLoop()
+	return nil
+}
+
+// Shutdown stops the broker cleanly: it stops accepting requests, unregisters from the name
+// servers, answers held pulls, completes pending sends, persists offsets, stops replication and
+// closes the store (which flushes it). ctx bounds the unregistration calls.
+func (b *Broker) Shutdown(ctx context.Context) error {
+	switch b.state.Load() {
+	case stateNew:
+		b.state.Store(stateStopped)
+		return nil
+	case stateStopped, stateStopping:
+		return nil
+	}
+	if !b.state.CompareAndSwap(stateRunning, stateStopping) {
+		return nil
+	}
+	err := b.teardown(ctx)
+	b.state.Store(stateStopped)
+	b.log.Info("broker stopped")
+	return err
+}
+
+func (b *Broker) teardown(ctx context.Context) error {
+	var errs []error
+	if b.nsCli != nil && b.srv != nil {
+		b.unregisterAll(ctx)
+	}
+	b.cancel()
+	if b.srv != nil {
+		errs = append(errs, b.srv.Close())
+	} else if b.ln != nil {
+		b.ln.Close()
+	}
+	if b.holds != nil {
+		b.holds.stop()
+	}
+	if b.master != nil {
+		errs = append(errs, b.master.Close())
+	}
+	if b.pipe != nil {
+		b.pipe.stop()
+	}
+	if b.slave != nil {
+		errs = append(errs, b.slave.Close())
+	}
+	if b.clients != nil {
+		b.clients.stop()
+	}
+	b.wg.Wait()
+	if b.httpSrv != nil {
+		errs = append(errs, b.httpSrv.close())
+	}
+	if b.nsCli != nil {
+		b.nsCli.Close()
+	}
+	if b.tables != nil {
+		errs = append(errs, b.tables.PersistOffsets())
+	}
+	if b.store != nil {
+		errs = append(errs, b.store.Close())
+	}
+	return errors.Join(errs...)
+}
+
+func (b *Broker) running() bool { return b.state.Load() == stateRunning }
+
+// persistLoop writes the offset tables every OffsetPersistInterval.
+func (b *Broker) persistLoop() {
+	defer b.wg.Done()
+	t := time.NewTicker(b.cfg.OffsetPersistInterval)
+	defer t.Stop()
+	for {
+		select {
+		case <-b.ctx.Done():
+			return
+		case <-t.C:
+			if err := b.tables.PersistOffsets(); err != nil {
+				b.log.WithError(err).Warn("persisting consumer offsets failed")
+			}
+		}
+	}
+}

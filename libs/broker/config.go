@@ -1,0 +1,360 @@
+package broker
+
+import (
+	"fmt"
+	"net"
+	"net/netip"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// Broker roles (brokerRole).
+const (
+	RoleAsyncMaster = "ASYNC_MASTER"
+	RoleSyncMaster  = "SYNC_MASTER"
+	RoleSlave       = "SLAVE"
+)
+
+// Flush disk types (flushDiskType).
+const (
+	FlushAsync = "ASYNC_FLUSH"
+	FlushSync  = "SYNC_FLUSH"
+)
+
+// Config is the broker configuration. Fields carry RocketMQ's key names in their
+// prop tags, so a Java broker.conf loads unchanged (unknown keys are refused by
+// libs/props, so a typo never falls back to a default).
+type Config struct {
+	// BrokerClusterName is the cluster this broker group belongs to. Default "DefaultCluster".
+	BrokerClusterName string `prop:"brokerClusterName"`
+	// BrokerName names the broker group (master and its slaves share it). Default "broker-a".
+	BrokerName string `prop:"brokerName"`
+	// BrokerID is 0 for a master, ≥ 1 for a slave. Default 0.
+	BrokerID int64 `prop:"brokerId"`
+	// BrokerRole is ASYNC_MASTER, SYNC_MASTER or SLAVE. Default ASYNC_MASTER.
+	BrokerRole string `prop:"brokerRole"`
+	// ListenPort is the remoting port clients use. Default 10911.
+	ListenPort int `prop:"listenPort"`
+	// HAListenPort is the master's replication port; 0 means ListenPort+1. Default 0.
+	HAListenPort int `prop:"haListenPort"`
+	// HAMasterAddress is the master's HA address ("host:port") a slave dials; empty means the
+	// haServerAddr returned by the name servers on registration. Default "".
+	HAMasterAddress string `prop:"haMasterAddress"`
+	// NamesrvAddr lists the name servers, separated by ';'. Empty disables registration. Default "".
+	NamesrvAddr string `prop:"namesrvAddr"`
+	// StorePathRootDir holds commitlog/, consumequeue/, config/ and the epoch file. Default "./store".
+	StorePathRootDir string `prop:"storePathRootDir"`
+	// FlushDiskType is ASYNC_FLUSH or SYNC_FLUSH. Default ASYNC_FLUSH.
+	FlushDiskType string `prop:"flushDiskType"`
+	// BrokerIP1 is the address advertised to clients (brokerAddr and the store host of message
+	// ids). Default: the first non-loopback IPv4 address, or 127.0.0.1.
+	BrokerIP1 string `prop:"brokerIP1"`
+	// BrokerIP2 is the address advertised for HA (haServerAddr). Default BrokerIP1.
+	BrokerIP2 string `prop:"brokerIP2"`
+	// BindAddress is the local address both ports listen on. Default "0.0.0.0".
+	BindAddress string `prop:"bindAddress"`
+	// SlaveReadEnable lets a master suggest slaves to consumers that fall far behind, and a slave
+	// keep consumers that it serves. Default false.
+	SlaveReadEnable bool `prop:"slaveReadEnable"`
+	// AutoCreateTopicEnable creates TBW102 and lets sends create unknown topics. Default true.
+	AutoCreateTopicEnable bool `prop:"autoCreateTopicEnable"`
+	// AutoCreateSubscriptionGroup creates unknown consumer groups on first use. Default true.
+	AutoCreateSubscriptionGroup bool `prop:"autoCreateSubscriptionGroup"`
+	// DefaultTopicQueueNums is TBW102's queue count, the upper bound of auto-created topics. Default 8.
+	DefaultTopicQueueNums int `prop:"defaultTopicQueueNums"`
+	// MaxMessageSize is the largest message body in bytes. Default 4 MiB.
+	MaxMessageSize int `prop:"maxMessageSize"`
+	// MappedFileSizeCommitLog is the CommitLog segment size in bytes. Default 1 GiB.
+	MappedFileSizeCommitLog int64 `prop:"mappedFileSizeCommitLog"`
+	// FlushIntervalCommitLog is how often ASYNC_FLUSH syncs dirty pages. Default 500ms.
+	FlushIntervalCommitLog time.Duration `prop:"flushIntervalCommitLog,ms"`
+	// SyncFlushTimeout is how long a SYNC_FLUSH send waits for its fsync before answering
+	// FLUSH_DISK_TIMEOUT. Default 5s.
+	SyncFlushTimeout time.Duration `prop:"syncFlushTimeout,ms"`
+	// SlaveTimeout is the SYNC_MASTER replication wait, fixed when the send arrives; past it the
+	// answer is FLUSH_SLAVE_TIMEOUT. Default 2s, below the Go client's 3s send timeout.
+	SlaveTimeout time.Duration `prop:"slaveTimeout,ms"`
+	// HAMaxGapNotInSync: a slave further behind than this many bytes is not in sync. Default 256 MiB.
+	HAMaxGapNotInSync int64 `prop:"haMaxGapNotInSync"`
+	// InSyncReplicas is the number of copies (master included) a SYNC_MASTER send needs.
+	// Default 2 (one slave).
+	InSyncReplicas int `prop:"inSyncReplicas"`
+	// MinInSyncReplicas enables strict mode: sends are refused before they are stored while fewer
+	// copies (master included) are in sync. 0 or 1 = off. Default 0.
+	MinInSyncReplicas int `prop:"minInSyncReplicas"`
+	// HASendHeartbeatInterval is the longest silence between two slave acks. Default 5s.
+	HASendHeartbeatInterval time.Duration `prop:"haSendHeartbeatInterval,ms"`
+	// HAHousekeepingInterval drops a silent HA peer. Default 20s.
+	HAHousekeepingInterval time.Duration `prop:"haHousekeepingInterval,ms"`
+	// HATransferBatchSize is the most CommitLog bytes in one HA data frame. Default 1 MiB.
+	HATransferBatchSize int `prop:"haTransferBatchSize"`
+	// HASecret, when set, makes slaves prove they know it on the HA port. Default "".
+	HASecret string `prop:"haSecret"`
+	// RegisterNameServerPeriod is the registration period, clamped to [10s, 60s]. Default 30s.
+	RegisterNameServerPeriod time.Duration `prop:"registerNameServerPeriod,ms"`
+	// BrokerSuspendMaxTime caps how long a long-polling pull is held. Default 15s.
+	BrokerSuspendMaxTime time.Duration `prop:"brokerSuspendMaxTimeMillis,ms"`
+	// AccessMessageInMemoryMaxRatio: a consumer whose backlog exceeds this percentage of physical
+	// memory is suggested a slave (with slaveReadEnable). Default 40.
+	AccessMessageInMemoryMaxRatio int `prop:"accessMessageInMemoryMaxRatio"`
+	// FileReservedTime is how long CommitLog segments are kept, in hours. Default 72.
+	FileReservedTime int `prop:"fileReservedTime"`
+	// DeleteWhen lists the hours of day (two digits, ';'-separated) expired segments are deleted at.
+	// Default "04".
+	DeleteWhen string `prop:"deleteWhen"`
+	// DiskMaxUsedSpaceRatio is the disk usage percentage above which the oldest segments go at once.
+	// Default 75.
+	DiskMaxUsedSpaceRatio int `prop:"diskMaxUsedSpaceRatio"`
+	// HTTPPort serves /health and /status; 0 disables it. Default 0.
+	HTTPPort int `prop:"httpPort"`
+	// LogLevel is a logrus level name (used by the services). Default "info".
+	LogLevel string `prop:"logLevel"`
+	// LogFormat is text or json (used by the services). Default "text".
+	LogFormat string `prop:"logFormat"`
+
+	// ClientExpiry drops a client connection silent for this long. Default 120s. Not a property.
+	ClientExpiry time.Duration
+	// OffsetPersistInterval is how often consumer offsets are written. Default 5s. Not a property.
+	OffsetPersistInterval time.Duration
+	// Now is the clock. Default time.Now. Not a property.
+	Now func() time.Time
+}
+
+// DefaultConfig returns the production defaults.
+func DefaultConfig() Config {
+	return Config{
+		BrokerClusterName:             "DefaultCluster",
+		BrokerName:                    "broker-a",
+		BrokerID:                      0,
+		BrokerRole:                    RoleAsyncMaster,
+		ListenPort:                    10911,
+		StorePathRootDir:              "./store",
+		FlushDiskType:                 FlushAsync,
+		BindAddress:                   "0.0.0.0",
+		AutoCreateTopicEnable:         true,
+		AutoCreateSubscriptionGroup:   true,
+		DefaultTopicQueueNums:         8,
+		MaxMessageSize:                4 << 20,
+		MappedFileSizeCommitLog:       1 << 30,
+		FlushIntervalCommitLog:        500 * time.Millisecond,
+		SyncFlushTimeout:              5 * time.Second,
+		SlaveTimeout:                  2 * time.Second,
+		HAMaxGapNotInSync:             256 << 20,
+		InSyncReplicas:                2,
+		HASendHeartbeatInterval:       5 * time.Second,
+		HAHousekeepingInterval:        20 * time.Second,
+		HATransferBatchSize:           1 << 20,
+		RegisterNameServerPeriod:      30 * time.Second,
+		BrokerSuspendMaxTime:          15 * time.Second,
+		AccessMessageInMemoryMaxRatio: 40,
+		FileReservedTime:              72,
+		DeleteWhen:                    "04",
+		DiskMaxUsedSpaceRatio:         75,
+		LogLevel:                      "info",
+		LogFormat:                     "text",
+		ClientExpiry:                  120 * time.Second,
+		OffsetPersistInterval:         5 * time.Second,
+	}
+}
+
+// IsMaster reports whether the role is one of the master roles.
+func (c Config) IsMaster() bool {
+	return c.BrokerRole == RoleAsyncMaster || c.BrokerRole == RoleSyncMaster
+}
+
+// Validate names the first offending key; role and broker id must agree.
+func (c Config) Validate() error {
+	bad := func(key, format string, a ...any) error {
+		return fmt.Errorf("%w: %s: %s", ErrInvalidConfig, key, fmt.Sprintf(format, a...))
+	}
+	switch c.BrokerRole {
+	case RoleAsyncMaster, RoleSyncMaster:
+		if c.BrokerID != 0 {
+			return bad("brokerId", "brokerRole=%s needs brokerId=0, got brokerId=%d", c.BrokerRole, c.BrokerID)
+		}
+	case RoleSlave:
+		if c.BrokerID < 1 {
+			return bad("brokerId", "brokerRole=SLAVE needs brokerId >= 1, got brokerId=%d", c.BrokerID)
+		}
+	default:
+		return bad("brokerRole", "%q is not ASYNC_MASTER, SYNC_MASTER or SLAVE", c.BrokerRole)
+	}
+	if c.BrokerClusterName == "" {
+		return bad("brokerClusterName", "empty")
+	}
+	if c.BrokerName == "" || strings.ContainsAny(c.BrokerName, " ,;\"") {
+		return bad("brokerName", "%q is empty or holds a space, comma, semicolon or quote", c.BrokerName)
+	}
+	if c.ListenPort < 0 || c.ListenPort > 65535 {
+		return bad("listenPort", "%d out of range", c.ListenPort)
+	}
+	if c.HAListenPort < 0 || c.HAListenPort > 65535 {
+		return bad("haListenPort", "%d out of range", c.HAListenPort)
+	}
+	if c.HAListenPort != 0 && c.HAListenPort == c.ListenPort {
+		return bad("haListenPort", "equals listenPort %d", c.ListenPort)
+	}
+	if c.HAMasterAddress != "" {
+		if c.IsMaster() {
+			return bad("haMasterAddress", "set on brokerRole=%s; only a SLAVE dials a master", c.BrokerRole)
+		}
+		if _, _, err := net.SplitHostPort(c.HAMasterAddress); err != nil {
+			return bad("haMasterAddress", "%q is not host:port", c.HAMasterAddress)
+		}
+	}
+	for _, a := range c.NamesrvAddrs() {
+		if _, _, err := net.SplitHostPort(a); err != nil {
+			return bad("namesrvAddr", "%q is not host:port", a)
+		}
+	}
+	if c.StorePathRootDir == "" {
+		return bad("storePathRootDir", "empty")
+	}
+	if c.FlushDiskType != FlushAsync && c.FlushDiskType != FlushSync {
+		return bad("flushDiskType", "%q is not ASYNC_FLUSH or SYNC_FLUSH", c.FlushDiskType)
+	}
+	for key, ip := range map[string]string{"brokerIP1": c.BrokerIP1, "brokerIP2": c.BrokerIP2, "bindAddress": c.BindAddress} {
+		if ip == "" {
+			continue
+		}
+		if _, err := netip.ParseAddr(ip); err != nil {
+			return bad(key, "%q is not an IP address", ip)
+		}
+	}
+	if c.DefaultTopicQueueNums < 1 || c.DefaultTopicQueueNums > 1024 {
+		return bad("defaultTopicQueueNums", "%d not in [1, 1024]", c.DefaultTopicQueueNums)
+	}
+	if c.MaxMessageSize < 1 {
+		return bad("maxMessageSize", "%d < 1", c.MaxMessageSize)
+	}
+	if c.MappedFileSizeCommitLog < 4096 {
+		return bad("mappedFileSizeCommitLog", "%d < 4096", c.MappedFileSizeCommitLog)
+	}
+	if int64(c.MaxMessageSize) > c.MappedFileSizeCommitLog/2 {
+		return bad("maxMessageSize", "%d does not fit twice in mappedFileSizeCommitLog %d", c.MaxMessageSize, c.MappedFileSizeCommitLog)
+	}
+	if c.FlushIntervalCommitLog <= 0 {
+		return bad("flushIntervalCommitLog", "must be > 0")
+	}
+	if c.SyncFlushTimeout <= 0 {
+		return bad("syncFlushTimeout", "must be > 0")
+	}
+	if c.SlaveTimeout <= 0 {
+		return bad("slaveTimeout", "must be > 0")
+	}
+	if c.HAMaxGapNotInSync <= 0 {
+		return bad("haMaxGapNotInSync", "must be > 0")
+	}
+	if c.InSyncReplicas < 1 {
+		return bad("inSyncReplicas", "%d < 1", c.InSyncReplicas)
+	}
+	if c.BrokerRole == RoleSyncMaster && c.InSyncReplicas < 2 {
+		return bad("inSyncReplicas", "brokerRole=SYNC_MASTER with inSyncReplicas=%d would wait for no slave; use 2 or more, or ASYNC_MASTER", c.InSyncReplicas)
+	}
+	if c.MinInSyncReplicas < 0 || c.MinInSyncReplicas > c.InSyncReplicas {
+		return bad("minInSyncReplicas", "%d not in [0, inSyncReplicas=%d]", c.MinInSyncReplicas, c.InSyncReplicas)
+	}
+	if c.MinInSyncReplicas > 1 && c.BrokerRole != RoleSyncMaster {
+		return bad("minInSyncReplicas", "strict mode (%d) needs brokerRole=SYNC_MASTER, got %s", c.MinInSyncReplicas, c.BrokerRole)
+	}
+	if c.HASendHeartbeatInterval <= 0 || c.HAHousekeepingInterval <= c.HASendHeartbeatInterval {
+		return bad("haHousekeepingInterval", "must exceed haSendHeartbeatInterval (both > 0)")
+	}
+	if c.HATransferBatchSize < 4096 {
+		return bad("haTransferBatchSize", "%d < 4096", c.HATransferBatchSize)
+	}
+	if c.RegisterNameServerPeriod <= 0 {
+		return bad("registerNameServerPeriod", "must be > 0")
+	}
+	if c.BrokerSuspendMaxTime <= 0 {
+		return bad("brokerSuspendMaxTimeMillis", "must be > 0")
+	}
+	if c.AccessMessageInMemoryMaxRatio < 1 || c.AccessMessageInMemoryMaxRatio > 100 {
+		return bad("accessMessageInMemoryMaxRatio", "%d not in [1, 100]", c.AccessMessageInMemoryMaxRatio)
+	}
+	if c.FileReservedTime < 1 {
+		return bad("fileReservedTime", "%d < 1 hour", c.FileReservedTime)
+	}
+	if _, err := c.deleteHours(); err != nil {
+		return bad("deleteWhen", "%v", err)
+	}
+	if c.DiskMaxUsedSpaceRatio < 10 || c.DiskMaxUsedSpaceRatio > 95 {
+		return bad("diskMaxUsedSpaceRatio", "%d not in [10, 95]", c.DiskMaxUsedSpaceRatio)
+	}
+	if c.HTTPPort < 0 || c.HTTPPort > 65535 {
+		return bad("httpPort", "%d out of range", c.HTTPPort)
+	}
+	if c.LogFormat != "text" && c.LogFormat != "json" {
+		return bad("logFormat", "%q is not text or json", c.LogFormat)
+	}
+	return nil
+}
+
+// NamesrvAddrs splits NamesrvAddr on ';'.
+func (c Config) NamesrvAddrs() []string {
+	var out []string
+	for _, a := range strings.Split(c.NamesrvAddr, ";") {
+		if a = strings.TrimSpace(a); a != "" {
+			out = append(out, a)
+		}
+	}
+	return out
+}
+
+// EffectiveHAListenPort is HAListenPort, or ListenPort+1 when it is 0.
+func (c Config) EffectiveHAListenPort() int {
+	if c.HAListenPort != 0 {
+		return c.HAListenPort
+	}
+	if c.ListenPort == 0 {
+		return 0
+	}
+	return c.ListenPort + 1
+}
+
+func (c Config) deleteHours() ([]int, error) {
+	var hours []int
+	for _, s := range strings.Split(c.DeleteWhen, ";") {
+		s = strings.TrimSpace(s)
+		if s == "" {
+			continue
+		}
+		h, err := strconv.Atoi(s)
+		if err != nil || h < 0 || h > 23 {
+			return nil, fmt.Errorf("%q is not an hour of day", s)
+		}
+		hours = append(hours, h)
+	}
+	if len(hours) == 0 {
+		return nil, fmt.Errorf("no hour given")
+	}
+	return hours, nil
+}
+
+// registerPeriod clamps RegisterNameServerPeriod to [10s, 60s] as RocketMQ does.
+func (c Config) registerPeriod() time.Duration {
+	p := c.RegisterNameServerPeriod
+	if p < 10*time.Second {
+		p = 10 * time.Second
+	}
+	if p > 60*time.Second {
+		p = 60 * time.Second
+	}
+	return p
+}
+
+// defaultIP returns the first non-loopback IPv4 address of this host, or 127.0.0.1.
+func defaultIP() string {
+	addrs, err := net.InterfaceAddrs()
+	if err == nil {
+		for _, a := range addrs {
+			if ipn, ok := a.(*net.IPNet); ok {
+				if ip4 := ipn.IP.To4(); ip4 != nil && !ip4.IsLoopback() && !ip4.IsLinkLocalUnicast() {
+					return ip4.String()
+				}
+			}
+		}
+	}
+	return "127.0.0.1"
+}

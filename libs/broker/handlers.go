@@ -1,0 +1,56 @@
+package broker
+
+import (
+	"github.com/rmqha/rmqha/libs/remoting"
+)
+
+// registerHandlers binds every supported request code; anything else gets
+// REQUEST_CODE_NOT_SUPPORTED from the remoting server.
+func (b *Broker) registerHandlers() {
+	h := func(code int16, f func(w remoting.ResponseWriter, req *remoting.Command)) {
+		b.srv.HandleFunc(code, f)
+	}
+	// Sending.
+	h(remoting.SendMessage, b.handleSend)
+	h(remoting.SendMessageV2, b.handleSend)
+	h(remoting.SendBatchMessage, b.handleSend)
+	h(remoting.ConsumerSendMsgBack, b.handleSendBack)
+	// Consuming.
+	h(remoting.PullMessage, b.handlePull)
+	h(remoting.QueryConsumerOffset, b.handleQueryConsumerOffset)
+	h(remoting.UpdateConsumerOffset, b.handleUpdateConsumerOffset)
+	h(remoting.GetMaxOffset, b.handleGetMaxOffset)
+	h(remoting.GetMinOffset, b.handleGetMinOffset)
+	h(remoting.GetEarliestMsgStoretime, b.handleEarliestMsgStoreTime)
+	h(remoting.SearchOffsetByTimestamp, b.handleSearchOffsetByTimestamp)
+	h(remoting.ViewMessageByID, b.handleViewMessageByID)
+	// Clients.
+	h(remoting.HeartBeat, b.handleHeartbeat)
+	h(remoting.UnregisterClient, b.handleUnregisterClient)
+	h(remoting.GetConsumerListByGroup, b.handleGetConsumerList)
+	// Metadata and admin.
+	h(remoting.UpdateAndCreateTopic, b.handleUpdateAndCreateTopic)
+	h(remoting.DeleteTopicInBroker, b.handleDeleteTopic)
+	h(remoting.GetAllTopicConfig, b.handleGetAllTopicConfig)
+	h(remoting.UpdateAndCreateSubscriptionGroup, b.handleUpdateAndCreateGroup)
+	h(remoting.DeleteSubscriptionGroup, b.handleDeleteGroup)
+	h(remoting.GetAllSubscriptionGroupConfig, b.handleGetAllGroups)
+	h(remoting.GetAllConsumerOffset, b.handleGetAllConsumerOffset)
+	h(remoting.GetAllDelayOffset, b.handleGetAllDelayOffset)
+	h(remoting.GetBrokerRuntimeInfo, b.handleRuntimeInfo)
+}
+
+// reply answers req with a bodyless response.
+func (b *Broker) reply(w remoting.ResponseWriter, req *remoting.Command, code int16, remark string) {
+	_ = w.Write(remoting.NewResponse(req, code, remark))
+}
+
+// replyOK answers SUCCESS with optional ext fields (key, value pairs) and body.
+func (b *Broker) replyOK(w remoting.ResponseWriter, req *remoting.Command, body []byte, kv ...string) {
+	resp := remoting.NewResponse(req, remoting.Success, "")
+	for i := 0; i+1 < len(kv); i += 2 {
+		resp.ExtFields[kv[i]] = kv[i+1]
+	}
+	resp.Body = body
+	_ = w.Write(resp)
+}

@@ -1,0 +1,268 @@
+package broker
+
+import (
+	"bufio"
+	"os"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/rmqha/rmqha/libs/broker/route"
+	"github.com/rmqha/rmqha/libs/commitlog"
+	"github.com/rmqha/rmqha/libs/remoting"
+)
+
+// Pull sysFlag bits (PullSysFlag).
+const (
+	pullFlagCommitOffset = 0x1
+	pullFlagSuspend      = 0x2
+	pullFlagSubscription = 0x4
+)
+
+// Per-pull transfer caps (RocketMQ's in-memory limits).
+const (
+	maxPullMsgs  = 32
+	maxPullBytes = 256 << 10
+)
+
+// pullRequest is a decoded PULL_MESSAGE, kept while it is held by long polling.
+type pullRequest struct {
+	w            remoting.ResponseWriter
+	req          *remoting.Command
+	group        string
+	topic        string
+	queueID      int32
+	offset       int64
+	maxMsgs      int
+	sysFlag      int32
+	commitOffset int64
+	suspend      time.Duration
+	sub          *subscription
+	deadline     time.Time
+}
+
+func decodePull(req *remoting.Command) (*pullRequest, error) {
+	pr := &pullRequest{req: req, group: req.Ext("consumerGroup"), topic: req.Ext("topic")}
+	var err error
+	if pr.group == "" || pr.topic == "" {
+		return nil, errExt("consumerGroup/topic")
+	}
+	if pr.queueID, err = req.ExtInt32("queueId"); err != nil {
+		return nil, errExt("queueId")
+	}
+	if pr.offset, err = req.ExtInt64("queueOffset"); err != nil {
+		return nil, errExt("queueOffset")
+	}
+	n, err := req.ExtInt32("maxMsgNums")
+	if err != nil {
+		return nil, errExt("maxMsgNums")
+	}
+	pr.maxMsgs = int(min(max(n, 1), maxPullMsgs))
+	if pr.sysFlag, err = req.ExtInt32("sysFlag"); err != nil {
+		return nil, errExt("sysFlag")
+	}
+	pr.commitOffset = -1
+	if s := req.Ext("commitOffset"); s != "" {
+		if pr.commitOffset, err = strconv.ParseInt(s, 10, 64); err != nil {
+			return nil, errExt("commitOffset")
+		}
+	}
+	if s := req.Ext("suspendTimeoutMillis"); s != "" {
+		ms, err := strconv.ParseInt(s, 10, 64)
+		if err != nil || ms < 0 {
+			return nil, errExt("suspendTimeoutMillis")
+		}
+		pr.suspend = time.Duration(ms) * time.Millisecond
+	}
+	return pr, nil
+}
+
+func errExt(name string) error {
+	return &extError{name}
+}
+
+type extError struct{ name string }
+
+func (e *extError) Error() string { return "missing or invalid ext field " + e.name }
+func (e *extError) Unwrap() error { return ErrBadRequest }
+
+func (b *Broker) handlePull(w remoting.ResponseWriter, req *remoting.Command) {
+	b.pulls.Add(1)
+	pr, err := decodePull(req)
+	if err != nil {
+		b.reply(w, req, remoting.SystemError, err.Error())
+		return
+	}
+	pr.w = w
+	if !b.running() {
+		b.reply(w, req, remoting.SystemBusy, "broker is shutting down")
+		return
+	}
+	g, _, err := b.tables.Groups.FindOrCreate(pr.group)
+	if err != nil && g.GroupName == "" {
+		b.reply(w, req, remoting.SubscriptionGroupNotExist, "subscription group ["+pr.group+"] does not exist")
+		return
+	}
+	if !g.ConsumeEnable {
+		b.reply(w, req, remoting.NoPermission, "subscription group no permission, "+pr.group)
+		return
+	}
+	tc, ok := b.tables.Topics.Get(pr.topic)
+	if ok {
+		if !route.IsReadable(tc.Perm) {
+			b.reply(w, req, remoting.NoPermission, "the topic["+pr.topic+"] pulling message is forbidden")
+			return
+		}
+		if pr.queueID < 0 || pr.queueID >= max(tc.ReadQueueNums, tc.WriteQueueNums) {
+			b.reply(w, req, remoting.SystemError, "queueId["+strconv.Itoa(int(pr.queueID))+"] is illegal, topic:["+pr.topic+"]")
+			return
+		}
+	} else if b.cfg.IsMaster() {
+		// A slave may hold replicated queues before its topic table learns of them.
+		b.reply(w, req, remoting.TopicNotExist, "topic["+pr.topic+"] not exist, apply first please!")
+		return
+	}
+	if pr.sysFlag&pullFlagSubscription != 0 {
+		et := req.Ext("expressionType")
+		if et != "" && !strings.EqualFold(et, "TAG") {
+			b.reply(w, req, remoting.SubscriptionParseFailed, "only TAG expressions are supported, got "+et)
+			return
+		}
+		pr.sub = newSubscription(pr.topic, req.Ext("subscription"), nil, "TAG")
+	} else {
+		s, groupKnown, found := b.clients.findSubscription(pr.group, pr.topic)
+		if !groupKnown {
+			b.reply(w, req, remoting.SubscriptionNotExist, "the consumer's group info not exist: "+pr.group+" (no heartbeat on this broker)")
+			return
+		}
+		if !found {
+			b.reply(w, req, remoting.SubscriptionNotExist, "the consumer's subscription not exist: "+pr.group+" on "+pr.topic)
+			return
+		}
+		pr.sub = s
+	}
+	// Commit-offset piggyback: only on the master (offsets live there), only on arrival.
+	if pr.sysFlag&pullFlagCommitOffset != 0 && b.cfg.IsMaster() && pr.commitOffset >= 0 {
+		b.tables.Offsets.Commit(pr.group, pr.topic, pr.queueID, pr.commitOffset)
+	}
+	b.executePull(pr, pr.sysFlag&pullFlagSuspend != 0)
+}
+
+// executePull reads the queue and answers, or, when nothing is there yet and holding is
+// allowed, parks the request with the long-polling service.
+func (b *Broker) executePull(pr *pullRequest, allowHold bool) {
+	res := b.store.GetMessages(pr.topic, pr.queueID, pr.offset, pr.maxMsgs, maxPullBytes, pr.sub.match)
+	code, next, notYet := b.mapPullStatus(pr, &res)
+	if allowHold && (code == remoting.PullNotFound || notYet) {
+		hold := min(pr.suspend, b.cfg.BrokerSuspendMaxTime)
+		if hold > 0 {
+			pr.deadline = b.now().Add(hold)
+			b.holds.hold(pr)
+			return
+		}
+	}
+	resp := remoting.NewResponse(pr.req, code, res.Status.String())
+	if code == remoting.Success {
+		resp.Remark = ""
+	}
+	resp.ExtFields["nextBeginOffset"] = strconv.FormatInt(next, 10)
+	resp.ExtFields["minOffset"] = strconv.FormatInt(res.MinOffset, 10)
+	resp.ExtFields["maxOffset"] = strconv.FormatInt(res.MaxOffset, 10)
+	resp.ExtFields["suggestWhichBrokerId"] = strconv.FormatInt(b.suggestBroker(pr, &res, notYet), 10)
+	if code == remoting.Success {
+		n := 0
+		for _, r := range res.Records {
+			n += len(r)
+		}
+		body := make([]byte, 0, n)
+		for _, r := range res.Records {
+			body = append(body, r...)
+		}
+		resp.Body = body
+	}
+	_ = pr.w.Write(resp)
+}
+
+// mapPullStatus turns the store's status into the response code and nextBeginOffset as RocketMQ
+// does. On a slave, an offset beyond what it has replicated is "not yet" (PULL_RETRY_IMMEDIATELY
+// with the requested offset), never a correction: the master may well have those messages.
+func (b *Broker) mapPullStatus(pr *pullRequest, res *commitlog.GetResult) (code int16, next int64, notYet bool) {
+	next = res.NextBeginOffset
+	switch res.Status {
+	case commitlog.Found:
+		return remoting.Success, next, false
+	case commitlog.NoMatchedMessage, commitlog.MessageWasRemoving:
+		return remoting.PullRetryImmediately, next, false
+	case commitlog.OffsetOverflowOne, commitlog.OffsetFoundNull:
+		return remoting.PullNotFound, next, false
+	case commitlog.NoMessageInQueue, commitlog.NoMatchedLogicQueue:
+		if pr.offset == 0 {
+			return remoting.PullNotFound, next, false
+		}
+		if !b.cfg.IsMaster() {
+			return remoting.PullRetryImmediately, pr.offset, true
+		}
+		return remoting.PullOffsetMoved, next, false
+	case commitlog.OffsetOverflowBadly:
+		if !b.cfg.IsMaster() {
+			return remoting.PullRetryImmediately, pr.offset, true
+		}
+		return remoting.PullOffsetMoved, next, false
+	case commitlog.OffsetTooSmall:
+		if !b.cfg.IsMaster() {
+			// The master may still hold those messages (a fresh slave starts at the master's
+			// last segment): send the consumer back there while it is reachable; without a
+			// master, skip to what this slave has.
+			if b.masterReachable() {
+				return remoting.PullRetryImmediately, pr.offset, false
+			}
+			return remoting.PullRetryImmediately, res.MinOffset, false
+		}
+		return remoting.PullOffsetMoved, next, false
+	}
+	return remoting.SystemError, pr.offset, false
+}
+
+// masterReachable reports whether a slave currently replicates from its master.
+func (b *Broker) masterReachable() bool {
+	return b.slave != nil && b.slave.Status().Connected
+}
+
+// suggestBroker computes suggestWhichBrokerId (§7.1).
+func (b *Broker) suggestBroker(pr *pullRequest, res *commitlog.GetResult, notYet bool) int64 {
+	g := b.groupConfig(pr.group)
+	if notYet || (res.Status == commitlog.OffsetTooSmall && !b.cfg.IsMaster()) {
+		return 0
+	}
+	if !b.cfg.SlaveReadEnable {
+		return 0
+	}
+	if res.Status == commitlog.Found && b.physMem > 0 {
+		diff := b.store.MaxOffset() - res.MaxPhysOffsetScanned
+		if diff > b.physMem*int64(b.cfg.AccessMessageInMemoryMaxRatio)/100 {
+			return g.WhichBrokerWhenConsumeSlowly
+		}
+	}
+	return g.BrokerID
+}
+
+// physicalMemory reads MemTotal from /proc/meminfo; 24 GiB when unknown, as Java assumes.
+func physicalMemory() int64 {
+	const fallback = 24 << 30
+	f, err := os.Open("/proc/meminfo")
+	if err != nil {
+		return fallback
+	}
+	defer f.Close()
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		fields := strings.Fields(sc.Text())
+		if len(fields) >= 2 && fields[0] == "MemTotal:" {
+			kb, err := strconv.ParseInt(fields[1], 10, 64)
+			if err == nil && kb > 0 {
+				return kb << 10
+			}
+		}
+	}
+	return fallback
+}

@@ -1,0 +1,195 @@
+package broker
+
+import (
+	"context"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/rmqha/rmqha/libs/broker/route"
+	"github.com/rmqha/rmqha/libs/remoting"
+	"github.com/sirupsen/logrus"
+)
+
+// triggerRegister asks the registration loop to register with every name server soon (after a
+// topic change); several triggers coalesce into one round.
+func (b *Broker) triggerRegister() {
+	select {
+	case b.regTrigger <- struct{}{}:
+	default:
+	}
+}
+
+// registerLoop registers at start, every registerNameServerPeriod and after topic changes.
+func (b *Broker) registerLoop() {
+	defer b.wg.Done()
+	if len(b.cfg.NamesrvAddrs()) == 0 {
+		return
+	}
+	b.registerAll()
+	t := time.NewTicker(b.cfg.registerPeriod())
+	defer t.Stop()
+	for {
+		select {
+		case <-b.ctx.Done():
+			return
+		case <-t.C:
+		case <-b.regTrigger:
+		}
+		b.registerAll()
+	}
+}
+
+// RegisterNow registers with every name server at once and waits for the answers (tests and
+// tools; the broker does this by itself).
+func (b *Broker) RegisterNow() { b.registerAll() }
+
+func (b *Broker) epoch() int64 {
+	if b.master != nil {
+		return b.master.Epoch()
+	}
+	if b.slave != nil {
+		return b.slave.Status().LastEpoch
+	}
+	return 0
+}
+
+func (b *Broker) registerRequest() *remoting.Command {
+	body := route.AppendRegisterBrokerBody(nil, route.RegisterBrokerBody{
+		TopicConfigSerializeWrapper: b.tables.Topics.Wrapper(),
+		FilterServerList:            []string{},
+	})
+	ext := map[string]string{
+		"brokerName":   b.cfg.BrokerName,
+		"brokerAddr":   b.brokerAddr,
+		"clusterName":  b.cfg.BrokerClusterName,
+		"haServerAddr": b.haServerAddr,
+		"brokerId":     strconv.FormatInt(b.cfg.BrokerID, 10),
+		"compressed":   "false",
+		"bodyCrc32":    strconv.Itoa(int(route.BodyCRC32(body))),
+		"epoch":        strconv.FormatInt(b.epoch(), 10),
+	}
+	return remoting.NewRequest(remoting.RegisterBroker, ext, body)
+}
+
+// registerAll sends REGISTER_BROKER to every name server in parallel. A slave learns its
+// master's HA address (haServerAddr) and client address (masterAddr) from the answers.
+func (b *Broker) registerAll() {
+	req := b.registerRequest()
+	var wg sync.WaitGroup
+	for _, ns := range b.cfg.NamesrvAddrs() {
+		wg.Add(1)
+		go func(ns string) {
+			defer wg.Done()
+			ctx, cancel := context.WithTimeout(b.ctx, 6*time.Second)
+			defer cancel()
+			resp, err := b.nsCli.Invoke(ctx, ns, req)
+			log := b.log.WithField("namesrv", ns)
+			if err != nil {
+				log.WithError(err).Warn("register broker failed")
+				return
+			}
+			if resp.Code != remoting.Success {
+				log.WithFields(logrus.Fields{"code": remoting.ResponseName(resp.Code), "remark": resp.Remark}).Warn("register broker refused")
+				return
+			}
+			log.Debug("registered with name server")
+			if ma := resp.Ext("masterAddr"); ma != "" {
+				b.masterAddr.Store(ma)
+			}
+			if b.disc != nil {
+				if ha := resp.Ext("haServerAddr"); ha != "" {
+					b.disc.learn(ha)
+				}
+			}
+		}(ns)
+	}
+	wg.Wait()
+}
+
+// unregisterAll sends UNREGISTER_BROKER to every name server (clean shutdown).
+func (b *Broker) unregisterAll(ctx context.Context) {
+	if len(b.cfg.NamesrvAddrs()) == 0 || b.brokerAddr == "" {
+		return
+	}
+	ext := map[string]string{
+		"brokerName":  b.cfg.BrokerName,
+		"brokerAddr":  b.brokerAddr,
+		"clusterName": b.cfg.BrokerClusterName,
+		"brokerId":    strconv.FormatInt(b.cfg.BrokerID, 10),
+	}
+	var wg sync.WaitGroup
+	for _, ns := range b.cfg.NamesrvAddrs() {
+		wg.Add(1)
+		go func(ns string) {
+			defer wg.Done()
+			cctx, cancel := context.WithTimeout(ctx, 3*time.Second)
+			defer cancel()
+			resp, err := b.nsCli.Invoke(cctx, ns, remoting.NewRequest(remoting.UnregisterBroker, ext, nil))
+			if err != nil {
+				b.log.WithError(err).WithField("namesrv", ns).Warn("unregister broker failed")
+				return
+			}
+			if resp.Code != remoting.Success {
+				b.log.WithFields(logrus.Fields{"namesrv": ns, "code": remoting.ResponseName(resp.Code), "remark": resp.Remark}).Warn("unregister broker refused")
+			}
+		}(ns)
+	}
+	wg.Wait()
+}
+
+// regDiscovery is the hawire.Discovery of a slave: a static haMasterAddress when configured,
+// otherwise the haServerAddr the name servers return on registration.
+type regDiscovery struct {
+	mu      sync.Mutex
+	current string
+	static  bool
+	subs    []chan string
+}
+
+func newRegDiscovery(static string) *regDiscovery {
+	return &regDiscovery{current: static, static: static != ""}
+}
+
+// learn records an address from a registration answer; a static address is never replaced.
+func (d *regDiscovery) learn(addr string) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.static || addr == d.current {
+		return
+	}
+	d.current = addr
+	for _, ch := range d.subs {
+		select {
+		case <-ch: // drop a stale, unread address
+		default:
+		}
+		select {
+		case ch <- addr:
+		default:
+		}
+	}
+}
+
+// Watch implements hawire.Discovery.
+func (d *regDiscovery) Watch(ctx context.Context) <-chan string {
+	ch := make(chan string, 1)
+	d.mu.Lock()
+	if d.current != "" {
+		ch <- d.current
+	}
+	d.subs = append(d.subs, ch)
+	d.mu.Unlock()
+	go func() {
+		<-ctx.Done()
+		d.mu.Lock()
+		defer d.mu.Unlock()
+		for i, c := range d.subs {
+			if c == ch {
+				d.subs = append(d.subs[:i], d.subs[i+1:]...)
+				break
+			}
+		}
+	}()
+	return ch
+}

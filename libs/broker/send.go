@@ -1,0 +1,493 @@
+package broker
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"net/netip"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/rmqha/rmqha/libs/broker/meta"
+	"github.com/rmqha/rmqha/libs/broker/route"
+	"github.com/rmqha/rmqha/libs/commitlog"
+	"github.com/rmqha/rmqha/libs/hawire"
+	"github.com/rmqha/rmqha/libs/remoting"
+)
+
+// Property keys the broker reads or writes.
+const (
+	propWait             = "WAIT"
+	propCluster          = "CLUSTER"
+	propUniqKey          = "UNIQ_KEY"
+	propRetryTopic       = "RETRY_TOPIC"
+	propOriginMsgID      = "ORIGIN_MESSAGE_ID"
+	propMaxReconsumeTime = "MAX_RECONSUME_TIMES"
+	propDelay            = "DELAY"
+	regionDefault        = "DefaultRegion"
+)
+
+// sendHeader is SEND_MESSAGE's header (long names) or SEND_MESSAGE_V2's / SEND_BATCH_MESSAGE's
+// (short names a..n), decoded.
+type sendHeader struct {
+	producerGroup     string
+	topic             string
+	defaultTopic      string
+	defaultQueueNums  int32
+	queueID           int32
+	sysFlag           int32
+	bornTimestamp     int64
+	flag              int32
+	properties        string
+	reconsumeTimes    int32
+	maxReconsumeTimes int32
+	hasMaxReconsume   bool
+	batch             bool
+}
+
+// v2Names maps SendMessageRequestHeaderV2's short names to the long ones.
+var v2Names = map[string]string{
+	"a": "producerGroup", "b": "topic", "c": "defaultTopic", "d": "defaultTopicQueueNums",
+	"e": "queueId", "f": "sysFlag", "g": "bornTimestamp", "h": "flag", "i": "properties",
+	"j": "reconsumeTimes", "k": "unitMode", "l": "maxReconsumeTimes", "m": "batch", "n": "bname",
+}
+
+func decodeSendHeader(req *remoting.Command) (sendHeader, error) {
+	ext := req.ExtFields
+	if req.Code == remoting.SendMessageV2 || req.Code == remoting.SendBatchMessage {
+		if _, short := ext["b"]; short {
+			long := make(map[string]string, len(ext))
+			for k, v := range ext {
+				if n, ok := v2Names[k]; ok {
+					long[n] = v
+				} else {
+					long[k] = v
+				}
+			}
+			ext = long
+		}
+	}
+	var h sendHeader
+	var err error
+	num := func(key string, required bool) int64 {
+		s, ok := ext[key]
+		if !ok || s == "" {
+			if required && err == nil {
+				err = fmt.Errorf("%w: ext %s missing", ErrBadRequest, key)
+			}
+			return 0
+		}
+		v, perr := strconv.ParseInt(strings.TrimSpace(s), 10, 64)
+		if perr != nil && err == nil {
+			err = fmt.Errorf("%w: ext %s=%q is not a number", ErrBadRequest, key, s)
+		}
+		return v
+	}
+	h.producerGroup = ext["producerGroup"]
+	h.topic = ext["topic"]
+	if h.topic == "" {
+		return h, fmt.Errorf("%w: ext topic missing", ErrBadRequest)
+	}
+	h.defaultTopic = ext["defaultTopic"]
+	h.defaultQueueNums = int32(num("defaultTopicQueueNums", false))
+	h.queueID = int32(num("queueId", true))
+	h.sysFlag = int32(num("sysFlag", false))
+	h.bornTimestamp = num("bornTimestamp", false)
+	h.flag = int32(num("flag", false))
+	h.properties = ext["properties"]
+	h.reconsumeTimes = int32(num("reconsumeTimes", false))
+	if _, ok := ext["maxReconsumeTimes"]; ok {
+		h.maxReconsumeTimes = int32(num("maxReconsumeTimes", false))
+		h.hasMaxReconsume = true
+	}
+	h.batch = strings.EqualFold(ext["batch"], "true")
+	if h.defaultQueueNums <= 0 {
+		h.defaultQueueNums = 4
+	}
+	return h, err
+}
+
+// batchMember is one message of a SEND_BATCH_MESSAGE body (§4.5).
+type batchMember struct {
+	flag       int32
+	body       []byte
+	properties string
+}
+
+// decodeBatch splits a batch body; every member must be whole and sizes must agree.
+func decodeBatch(b []byte) ([]batchMember, error) {
+	var out []batchMember
+	for len(b) > 0 {
+		if len(b) < 20 {
+			return nil, fmt.Errorf("%w: %d trailing bytes", ErrBadBatch, len(b))
+		}
+		total := int(int32(binary.BigEndian.Uint32(b)))
+		if total < 22 || total > len(b) {
+			return nil, fmt.Errorf("%w: member size %d with %d bytes left", ErrBadBatch, total, len(b))
+		}
+		m := b[:total]
+		flag := int32(binary.BigEndian.Uint32(m[12:]))
+		bodyLen := int(int32(binary.BigEndian.Uint32(m[16:])))
+		if bodyLen < 0 || 20+bodyLen+2 > total {
+			return nil, fmt.Errorf("%w: body length %d in member of %d bytes", ErrBadBatch, bodyLen, total)
+		}
+		body := m[20 : 20+bodyLen]
+		propLen := int(int16(binary.BigEndian.Uint16(m[20+bodyLen:])))
+		if propLen < 0 || 22+bodyLen+propLen != total {
+			return nil, fmt.Errorf("%w: properties length %d in member of %d bytes", ErrBadBatch, propLen, total)
+		}
+		props := string(m[22+bodyLen : 22+bodyLen+propLen])
+		out = append(out, batchMember{flag: flag, body: body, properties: props})
+		b = b[total:]
+	}
+	if len(out) == 0 {
+		return nil, fmt.Errorf("%w: empty batch", ErrBadBatch)
+	}
+	return out, nil
+}
+
+// fixProperties drops WAIT (reporting whether the sender asked to wait) and adds CLUSTER.
+func (b *Broker) fixProperties(props string) (string, map[string]string, bool) {
+	m := commitlog.ParseProperties(props)
+	if m == nil {
+		m = map[string]string{}
+	}
+	wait := true
+	if v, ok := m[propWait]; ok {
+		wait = !strings.EqualFold(v, "false")
+		delete(m, propWait)
+	}
+	m[propCluster] = b.cfg.BrokerClusterName
+	return string(commitlog.AppendProperties(nil, m)), m, wait
+}
+
+func bornHostOf(w remoting.ResponseWriter) netip.AddrPort {
+	if w == nil || w.Conn() == nil {
+		return netip.AddrPort{}
+	}
+	ap, err := netip.ParseAddrPort(w.Conn().RemoteAddr())
+	if err != nil {
+		return netip.AddrPort{}
+	}
+	return netip.AddrPortFrom(ap.Addr().Unmap(), ap.Port())
+}
+
+// refuseWrite answers a write on a broker that cannot take one; it reports whether it did.
+func (b *Broker) refuseWrite(w remoting.ResponseWriter, req *remoting.Command) bool {
+	switch {
+	case !b.cfg.IsMaster():
+		b.reply(w, req, remoting.ServiceNotAvailable, "slave is read-only: send to the master (brokerId 0) of "+b.cfg.BrokerName)
+	case !b.running():
+		b.reply(w, req, remoting.ServiceNotAvailable, "broker is shutting down")
+	case b.store.Err() != nil:
+		b.reply(w, req, remoting.ServiceNotAvailable, "store is read-only: "+b.store.Err().Error())
+	default:
+		return false
+	}
+	b.sendRejects.Add(1)
+	return true
+}
+
+// resolveTopic finds the topic of a send, auto-creating it (from the default topic, or as a
+// retry topic) when allowed. It answers the request itself on failure.
+func (b *Broker) resolveTopic(w remoting.ResponseWriter, req *remoting.Command, h *sendHeader) (route.TopicConfig, bool) {
+	if err := meta.ValidateTopicName(h.topic); err != nil {
+		b.reply(w, req, remoting.MessageIllegal, fmt.Sprintf("topic %q is not allowed: %v", h.topic, err))
+		return route.TopicConfig{}, false
+	}
+	if h.topic == meta.AutoCreateTopicKey {
+		b.reply(w, req, remoting.NoPermission, "topic "+h.topic+" is the auto-create template and cannot take messages")
+		return route.TopicConfig{}, false
+	}
+	tc, ok := b.tables.Topics.Get(h.topic)
+	if ok {
+		return tc, true
+	}
+	var created bool
+	var err error
+	if strings.HasPrefix(h.topic, meta.RetryGroupTopicPrefix) {
+		group := strings.TrimPrefix(h.topic, meta.RetryGroupTopicPrefix)
+		g, _, gerr := b.tables.Groups.FindOrCreate(group)
+		if gerr != nil {
+			b.reply(w, req, remoting.SubscriptionGroupNotExist, "subscription group "+group+" does not exist")
+			return route.TopicConfig{}, false
+		}
+		tc, created, err = b.tables.Topics.CreateRetryTopic(group, max(g.RetryQueueNums, 1))
+	} else {
+		def := h.defaultTopic
+		if def == "" {
+			def = meta.AutoCreateTopicKey
+		}
+		tc, created, err = b.tables.Topics.CreateTopicInSendMessage(h.topic, def, h.defaultQueueNums)
+	}
+	if err != nil && !created {
+		if errors.Is(err, meta.ErrTopicNotExist) || errors.Is(err, meta.ErrNoInheritPerm) {
+			b.reply(w, req, remoting.TopicNotExist, fmt.Sprintf("topic[%s] not exist, apply first please! (autoCreateTopicEnable=%v)", h.topic, b.cfg.AutoCreateTopicEnable))
+		} else {
+			b.reply(w, req, remoting.SystemError, "creating topic "+h.topic+": "+err.Error())
+		}
+		return route.TopicConfig{}, false
+	}
+	if err != nil {
+		b.log.WithError(err).WithField("topic", h.topic).Warn("topic created but not persisted")
+	}
+	if created {
+		b.log.WithField("topic", h.topic).Info("topic auto-created by a send")
+		b.triggerRegister()
+	}
+	return tc, true
+}
+
+// pickQueue applies RocketMQ's queueId rules: negative means any writable queue; a queue at or
+// beyond max(read, write) is refused.
+func (b *Broker) pickQueue(w remoting.ResponseWriter, req *remoting.Command, tc route.TopicConfig, qid int32) (int32, bool) {
+	if qid < 0 {
+		if tc.WriteQueueNums <= 0 {
+			b.reply(w, req, remoting.NoPermission, "topic "+tc.TopicName+" has no write queue")
+			return 0, false
+		}
+		return rand.Int32N(tc.WriteQueueNums), true
+	}
+	if lim := max(tc.ReadQueueNums, tc.WriteQueueNums); qid >= lim {
+		b.reply(w, req, remoting.SystemError, fmt.Sprintf("queueId[%d] is illegal, topic:[%s] topicConfig.writeQueueNums:[%d] consumer:[%s]", qid, tc.TopicName, tc.WriteQueueNums, bornHostOfString(w)))
+		return 0, false
+	}
+	return qid, true
+}
+
+func bornHostOfString(w remoting.ResponseWriter) string {
+	if w == nil || w.Conn() == nil {
+		return ""
+	}
+	return w.Conn().RemoteAddr()
+}
+
+func (b *Broker) handleSend(w remoting.ResponseWriter, req *remoting.Command) {
+	b.sends.Add(1)
+	if b.refuseWrite(w, req) {
+		return
+	}
+	h, err := decodeSendHeader(req)
+	if err != nil {
+		b.reply(w, req, remoting.SystemError, err.Error())
+		return
+	}
+	if req.Code == remoting.SendBatchMessage || h.batch {
+		b.sendBatch(w, req, &h)
+		return
+	}
+	if len(req.Body) > b.cfg.MaxMessageSize {
+		b.reply(w, req, remoting.MessageIllegal, fmt.Sprintf("message body size %d exceeds maxMessageSize %d", len(req.Body), b.cfg.MaxMessageSize))
+		return
+	}
+	tc, ok := b.resolveTopic(w, req, &h)
+	if !ok {
+		return
+	}
+	if !route.IsWriteable(tc.Perm) {
+		b.reply(w, req, remoting.NoPermission, "the topic["+h.topic+"] sending message is forbidden")
+		return
+	}
+	props, pm, wait := b.fixProperties(h.properties)
+	topic := tc.TopicName
+	qid, ok := b.pickQueue(w, req, tc, h.queueID)
+	if !ok {
+		return
+	}
+	// A retry-topic message past its reconsume limit goes to the dead-letter topic.
+	if strings.HasPrefix(topic, meta.RetryGroupTopicPrefix) {
+		group := strings.TrimPrefix(topic, meta.RetryGroupTopicPrefix)
+		g, _ := b.tables.Groups.Get(group)
+		maxRe := g.RetryMaxTimes
+		if h.hasMaxReconsume {
+			maxRe = h.maxReconsumeTimes
+		}
+		if h.reconsumeTimes > maxRe {
+			dlq, _, derr := b.tables.Topics.CreateDLQTopic(group)
+			if derr != nil && dlq.TopicName == "" {
+				b.reply(w, req, remoting.SystemError, "creating "+meta.DLQTopic(group)+": "+derr.Error())
+				return
+			}
+			topic, qid = dlq.TopicName, 0
+			b.triggerRegister()
+		}
+	}
+	if b.master != nil {
+		if err := b.master.CanAccept(); err != nil {
+			b.sendRejects.Add(1)
+			b.reply(w, req, remoting.SystemError, fmt.Sprintf("in-sync replicas not enough: fewer than minInSyncReplicas=%d copies in sync, message not stored", b.cfg.MinInSyncReplicas))
+			return
+		}
+	}
+	arrival := b.now()
+	msg := &commitlog.Message{
+		Topic:          topic,
+		QueueID:        qid,
+		Flag:           h.flag,
+		Body:           req.Body,
+		Properties:     props,
+		SysFlag:        h.sysFlag,
+		BornTimestamp:  h.bornTimestamp,
+		BornHost:       bornHostOf(w),
+		ReconsumeTimes: h.reconsumeTimes,
+	}
+	res, err := b.store.Append(msg)
+	if err != nil {
+		b.replyStoreError(w, req, err)
+		return
+	}
+	resp := remoting.NewResponse(req, remoting.Success, "")
+	resp.ExtFields["msgId"] = res.MsgID
+	resp.ExtFields["queueId"] = strconv.Itoa(int(qid))
+	resp.ExtFields["queueOffset"] = strconv.FormatInt(res.QueueOffset, 10)
+	resp.ExtFields["MSG_REGION"] = regionDefault
+	resp.ExtFields["TRACE_ON"] = "true"
+	if u := pm[propUniqKey]; u != "" {
+		resp.ExtFields["transactionId"] = u
+	}
+	b.complete(w, resp, res.EndOffset, wait, arrival)
+}
+
+func (b *Broker) sendBatch(w remoting.ResponseWriter, req *remoting.Command, h *sendHeader) {
+	members, err := decodeBatch(req.Body)
+	if err != nil {
+		b.reply(w, req, remoting.MessageIllegal, err.Error())
+		return
+	}
+	if strings.HasPrefix(h.topic, meta.RetryGroupTopicPrefix) {
+		b.reply(w, req, remoting.MessageIllegal, "batch request does not support retry group "+h.topic)
+		return
+	}
+	tc, ok := b.resolveTopic(w, req, h)
+	if !ok {
+		return
+	}
+	if !route.IsWriteable(tc.Perm) {
+		b.reply(w, req, remoting.NoPermission, "the topic["+h.topic+"] sending message is forbidden")
+		return
+	}
+	qid, ok := b.pickQueue(w, req, tc, h.queueID)
+	if !ok {
+		return
+	}
+	if b.master != nil {
+		if err := b.master.CanAccept(); err != nil {
+			b.sendRejects.Add(1)
+			b.reply(w, req, remoting.SystemError, fmt.Sprintf("in-sync replicas not enough: fewer than minInSyncReplicas=%d copies in sync, message not stored", b.cfg.MinInSyncReplicas))
+			return
+		}
+	}
+	arrival := b.now()
+	born := bornHostOf(w)
+	wait := true
+	msgs := make([]*commitlog.Message, len(members))
+	for i, m := range members {
+		if len(m.body) > b.cfg.MaxMessageSize {
+			b.reply(w, req, remoting.MessageIllegal, fmt.Sprintf("batch member %d body size %d exceeds maxMessageSize %d", i, len(m.body), b.cfg.MaxMessageSize))
+			return
+		}
+		props, pm, mwait := b.fixProperties(m.properties)
+		if pm[propDelay] != "" && pm[propDelay] != "0" {
+			b.reply(w, req, remoting.MessageIllegal, "batch messages cannot be delayed")
+			return
+		}
+		wait = wait && mwait
+		msgs[i] = &commitlog.Message{
+			Topic: tc.TopicName, QueueID: qid, Flag: m.flag, Body: m.body, Properties: props,
+			SysFlag: h.sysFlag, BornTimestamp: h.bornTimestamp, BornHost: born, ReconsumeTimes: h.reconsumeTimes,
+		}
+	}
+	results, err := b.store.AppendBatch(msgs)
+	if err != nil {
+		b.replyStoreError(w, req, err)
+		return
+	}
+	ids := make([]string, len(results))
+	for i, r := range results {
+		ids[i] = r.MsgID
+	}
+	resp := remoting.NewResponse(req, remoting.Success, "")
+	resp.ExtFields["msgId"] = strings.Join(ids, ",")
+	resp.ExtFields["queueId"] = strconv.Itoa(int(qid))
+	resp.ExtFields["queueOffset"] = strconv.FormatInt(results[0].QueueOffset, 10)
+	resp.ExtFields["MSG_REGION"] = regionDefault
+	resp.ExtFields["TRACE_ON"] = "true"
+	b.complete(w, resp, results[len(results)-1].EndOffset, wait, arrival)
+}
+
+func (b *Broker) replyStoreError(w remoting.ResponseWriter, req *remoting.Command, err error) {
+	switch {
+	case errors.Is(err, commitlog.ErrMessageTooLarge), errors.Is(err, commitlog.ErrTopicEmpty),
+		errors.Is(err, commitlog.ErrTopicTooLong), errors.Is(err, commitlog.ErrTopicInvalid),
+		errors.Is(err, commitlog.ErrPropertiesTooLarge), errors.Is(err, commitlog.ErrBatchMixed):
+		b.reply(w, req, remoting.MessageIllegal, err.Error())
+	case errors.Is(err, commitlog.ErrReadOnly), errors.Is(err, commitlog.ErrClosed):
+		b.reply(w, req, remoting.ServiceNotAvailable, "message not stored: "+err.Error())
+	default:
+		b.reply(w, req, remoting.SystemError, "message not stored: "+err.Error())
+	}
+}
+
+// complete finishes a stored send: with nothing to wait for it answers at once; otherwise the
+// flush and replication waits are registered now (deadlines fixed at arrival) and the send
+// pipeline answers when they complete.
+func (b *Broker) complete(w remoting.ResponseWriter, resp *remoting.Command, endOffset int64, wait bool, arrival time.Time) {
+	resp.ExtFields["stored"] = "true"
+	syncFlush := wait && b.cfg.FlushDiskType == FlushSync
+	syncRepl := wait && b.cfg.BrokerRole == RoleSyncMaster && b.master != nil
+	if !syncFlush && !syncRepl {
+		resp.ExtFields["replicas"] = "1"
+		if b.cfg.FlushDiskType == FlushSync {
+			resp.ExtFields["flushed"] = strconv.FormatBool(b.store.FlushedOffset() >= endOffset)
+		}
+		_ = w.Write(resp)
+		return
+	}
+	p := &pendingSend{w: w, resp: resp}
+	if syncFlush {
+		p.flush = b.store.WaitFlush(endOffset, arrival.Add(b.cfg.SyncFlushTimeout))
+	}
+	if syncRepl {
+		p.repl = b.master.WaitReplicated(endOffset, arrival.Add(b.cfg.SlaveTimeout))
+	}
+	b.pipe.add(p)
+}
+
+// pendingSend is a stored message whose answer waits for fsync and/or replication.
+type pendingSend struct {
+	w     remoting.ResponseWriter
+	resp  *remoting.Command
+	flush <-chan error
+	repl  <-chan hawire.ReplStatus
+}
+
+// finish combines the wait results into the response code, as RocketMQ does: a replication
+// failure overrides a flush failure, which overrides SEND_OK.
+func (b *Broker) finish(p *pendingSend, flushErr error, repl hawire.ReplStatus, haveRepl bool) {
+	code := remoting.Success
+	replicas := 1
+	if p.flush != nil {
+		p.resp.ExtFields["flushed"] = strconv.FormatBool(flushErr == nil)
+		if flushErr != nil {
+			code = remoting.FlushDiskTimeout
+			p.resp.Remark = "flush disk timeout: " + flushErr.Error()
+		}
+	}
+	if haveRepl {
+		switch repl {
+		case hawire.ReplOK:
+			replicas = b.cfg.InSyncReplicas
+		case hawire.ReplTimeout:
+			code = remoting.FlushSlaveTimeout
+			p.resp.Remark = fmt.Sprintf("stored on the master, not confirmed by enough slaves within slaveTimeout %v", b.cfg.SlaveTimeout)
+		case hawire.ReplSlaveNotAvailable:
+			code = remoting.SlaveNotAvailable
+			p.resp.Remark = "stored on the master only: no slave in sync"
+		}
+	}
+	p.resp.Code = code
+	p.resp.ExtFields["replicas"] = strconv.Itoa(replicas)
+	_ = p.w.Write(p.resp)
+}

@@ -1,0 +1,107 @@
+package broker
+
+import (
+	"math/rand/v2"
+	"strconv"
+
+	"github.com/rmqha/rmqha/libs/broker/meta"
+	"github.com/rmqha/rmqha/libs/commitlog"
+	"github.com/rmqha/rmqha/libs/remoting"
+)
+
+// handleSendBack implements CONSUMER_SEND_MSG_BACK: the consumed message (found by its
+// CommitLog offset) is stored again in %RETRY%group, or in %DLQ%group once it has been
+// reconsumed maxReconsumeTimes times (or when delayLevel < 0).
+//
+// Delay levels are not implemented yet: the retry copy is written to the retry topic at once,
+// without the 3+reconsumeTimes delay RocketMQ applies through SCHEDULE_TOPIC_XXXX.
+func (b *Broker) handleSendBack(w remoting.ResponseWriter, req *remoting.Command) {
+	if b.refuseWrite(w, req) {
+		return
+	}
+	group := req.Ext("group")
+	off, err := req.ExtInt64("offset")
+	if group == "" || err != nil {
+		b.reply(w, req, remoting.SystemError, "missing or invalid ext group/offset")
+		return
+	}
+	delayLevel, _ := req.ExtInt32("delayLevel")
+	g, _, gerr := b.tables.Groups.FindOrCreate(group)
+	if gerr != nil && g.GroupName == "" {
+		b.reply(w, req, remoting.SubscriptionGroupNotExist, "subscription group not exist, "+group)
+		return
+	}
+	retry, created, err := b.tables.Topics.CreateRetryTopic(group, max(g.RetryQueueNums, 1))
+	if err != nil && !created && retry.TopicName == "" {
+		b.reply(w, req, remoting.SystemError, "creating retry topic: "+err.Error())
+		return
+	}
+	if created {
+		b.triggerRegister()
+	}
+	raw, err := b.store.ReadRecord(off)
+	if err != nil {
+		b.reply(w, req, remoting.SystemError, "look message by offset failed, "+strconv.FormatInt(off, 10)+": "+err.Error())
+		return
+	}
+	rec, _, err := commitlog.DecodeRecord(raw)
+	if err != nil {
+		b.reply(w, req, remoting.SystemError, "stored message at "+strconv.FormatInt(off, 10)+" unreadable: "+err.Error())
+		return
+	}
+	props := commitlog.ParseProperties(rec.Properties)
+	if props == nil {
+		props = map[string]string{}
+	}
+	if props[propRetryTopic] == "" {
+		props[propRetryTopic] = rec.Topic
+	}
+	if props[propOriginMsgID] == "" {
+		origin := req.Ext("originMsgId")
+		if origin == "" {
+			origin = props[propUniqKey]
+		}
+		if origin == "" {
+			origin = commitlog.OffsetMsgID(rec.StoreHost, rec.PhysicalOffset)
+		}
+		props[propOriginMsgID] = origin
+	}
+	delete(props, propWait)
+	props[propCluster] = b.cfg.BrokerClusterName
+
+	maxRe := g.RetryMaxTimes
+	if v, err := req.ExtInt32("maxReconsumeTimes"); err == nil {
+		maxRe = v
+	}
+	topic := retry.TopicName
+	qid := rand.Int32N(max(retry.WriteQueueNums, 1))
+	if rec.ReconsumeTimes >= maxRe || delayLevel < 0 {
+		dlq, dcreated, derr := b.tables.Topics.CreateDLQTopic(group)
+		if derr != nil && !dcreated && dlq.TopicName == "" {
+			b.reply(w, req, remoting.SystemError, "creating "+meta.DLQTopic(group)+": "+derr.Error())
+			return
+		}
+		if dcreated {
+			b.triggerRegister()
+		}
+		topic, qid = dlq.TopicName, 0
+	}
+	props[propMaxReconsumeTime] = strconv.Itoa(int(maxRe))
+	msg := &commitlog.Message{
+		Topic:          topic,
+		QueueID:        qid,
+		Flag:           rec.Flag,
+		Body:           rec.Body,
+		Properties:     string(commitlog.AppendProperties(nil, props)),
+		SysFlag:        rec.SysFlag,
+		BornTimestamp:  rec.BornTimestamp,
+		BornHost:       rec.BornHost,
+		ReconsumeTimes: rec.ReconsumeTimes + 1,
+	}
+	if _, err := b.store.Append(msg); err != nil {
+		b.replyStoreError(w, req, err)
+		return
+	}
+	// Send-back copies never wait for flush or replication (RocketMQ writes them with WAIT=false).
+	b.replyOK(w, req, nil)
+}

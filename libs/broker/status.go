@@ -1,0 +1,139 @@
+package broker
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"net"
+	"net/http"
+	"time"
+
+	"github.com/rmqha/rmqha/libs/hawire"
+)
+
+// Status is a snapshot of the broker for the /status endpoint and tools.
+type Status struct {
+	Role             string               `json:"role"`
+	Cluster          string               `json:"cluster"`
+	BrokerName       string               `json:"brokerName"`
+	BrokerID         int64                `json:"brokerId"`
+	Addr             string               `json:"addr"`
+	AdvertisedAddr   string               `json:"advertisedAddr"`
+	HAAddr           string               `json:"haAddr,omitempty"`
+	HAServerAddr     string               `json:"haServerAddr,omitempty"`
+	Running          bool                 `json:"running"`
+	MinOffset        int64                `json:"minOffset"`
+	MaxOffset        int64                `json:"maxOffset"`
+	FlushedOffset    int64                `json:"flushedOffset"`
+	DispatchedOffset int64                `json:"dispatchedOffset"`
+	StoreError       string               `json:"storeError,omitempty"`
+	Topics           int                  `json:"topics"`
+	Groups           int                  `json:"groups"`
+	Consumers        int                  `json:"consumerChannels"`
+	Producers        int                  `json:"producerChannels"`
+	HeldPulls        int                  `json:"heldPulls"`
+	SendRequests     uint64               `json:"sendRequests"`
+	SendRejects      uint64               `json:"sendRejects"`
+	PullRequests     uint64               `json:"pullRequests"`
+	Namesrvs         []string             `json:"namesrvs"`
+	MasterAddr       string               `json:"masterAddr,omitempty"`
+	HAMaster         *hawire.MasterStatus `json:"haMaster,omitempty"`
+	HASlave          *hawire.SlaveStatus  `json:"haSlave,omitempty"`
+}
+
+// Status reports role, identity, store offsets and replication state.
+func (b *Broker) Status() Status {
+	st := Status{
+		Role: b.cfg.BrokerRole, Cluster: b.cfg.BrokerClusterName, BrokerName: b.cfg.BrokerName,
+		BrokerID: b.cfg.BrokerID, Addr: b.Addr(), AdvertisedAddr: b.brokerAddr, HAAddr: b.HAAddr(),
+		HAServerAddr: b.haServerAddr, Running: b.running(),
+		SendRequests: b.sends.Load(), SendRejects: b.sendRejects.Load(), PullRequests: b.pulls.Load(),
+		Namesrvs: b.cfg.NamesrvAddrs(),
+	}
+	st.MasterAddr, _ = b.masterAddr.Load().(string)
+	if b.store != nil {
+		s := b.store.Stats()
+		st.MinOffset, st.MaxOffset, st.FlushedOffset, st.DispatchedOffset = s.MinOffset, s.MaxOffset, s.FlushedOffset, s.DispatchedOffset
+		if err := b.store.Err(); err != nil {
+			st.StoreError = err.Error()
+		}
+	}
+	if b.tables != nil {
+		st.Topics, st.Groups = b.tables.Topics.Len(), b.tables.Groups.Len()
+	}
+	if b.clients != nil {
+		st.Consumers, st.Producers = b.clients.counts()
+	}
+	if b.holds != nil {
+		st.HeldPulls = b.holds.heldCount()
+	}
+	if b.master != nil {
+		ms := b.master.Status()
+		st.HAMaster = &ms
+	}
+	if b.slave != nil {
+		ss := b.slave.Status()
+		st.HASlave = &ss
+	}
+	return st
+}
+
+// Healthy reports whether the broker can do its job: running, store writable (a master) or
+// readable (a slave), and for a slave a replication that has not stopped on an unrecoverable
+// error. A SYNC_MASTER without an in-sync slave is healthy: it still stores and answers with
+// SLAVE_NOT_AVAILABLE, which the status shows.
+func (b *Broker) Healthy() error {
+	if !b.running() {
+		return errors.New("not running")
+	}
+	if b.store != nil && b.store.Err() != nil {
+		return b.store.Err()
+	}
+	if b.slave != nil {
+		if s := b.slave.Status(); s.State == hawire.SlaveFailed.String() {
+			return errors.New("replication stopped: " + s.LastError)
+		}
+	}
+	return nil
+}
+
+type httpServer struct {
+	srv *http.Server
+	ln  net.Listener
+}
+
+func startHTTP(b *Broker, addr string) (*httpServer, error) {
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return nil, err
+	}
+	mux := http.NewServeMux()
+	mux.HandleFunc("/health", func(w http.ResponseWriter, r *http.Request) {
+		if err := b.Healthy(); err != nil {
+			http.Error(w, "unhealthy: "+err.Error(), http.StatusServiceUnavailable)
+			return
+		}
+		_, _ = w.Write([]byte("ok\n"))
+	})
+	mux.HandleFunc("/status", func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		enc := json.NewEncoder(w)
+		enc.SetIndent("", "  ")
+		_ = enc.Encode(b.Status())
+	})
+	h := &httpServer{srv: &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second}, ln: ln}
+	go func() { _ = h.srv.Serve(ln) }()
+	return h, nil
+}
+
+func (h *httpServer) addr() string { return h.ln.Addr().String() }
+
+func (h *httpServer) close() error {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+	defer cancel()
+	err := h.srv.Shutdown(ctx)
+	if errors.Is(err, http.ErrServerClosed) {
+		return nil
+	}
+	return err
+}
