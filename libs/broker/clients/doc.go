@@ -27,7 +27,8 @@
 //
 // A group's subscription table follows its latest heartbeat, as in Java: a
 // new topic is added, a topic with a higher subVersion replaces the old
-// entry, and topics absent from the heartbeat are removed.
+// entry, and topics absent from the heartbeat are removed. A 5.x Java
+// client's lightweight heartbeat (withoutSub) leaves the table as it is.
 //
 // # Tag filtering
 //

@@ -23,6 +23,29 @@ type HeartbeatData struct {
 	ClientID        string         `json:"clientID"`
 	ProducerDataSet []ProducerData `json:"producerDataSet"`
 	ConsumerDataSet []ConsumerData `json:"consumerDataSet"`
+	// HeartbeatFingerprint is a 5.x Java client's hash of its subscriptions
+	// (0 from older clients and from rocketmq-client-go).
+	HeartbeatFingerprint int64 `json:"heartbeatFingerprint,omitempty"`
+	// WithoutSub marks a 5.x lightweight heartbeat whose consumer data omits
+	// the (unchanged) subscriptions; the registry then keeps the registered
+	// ones. Decoded from "withoutSub" or "isWithoutSub".
+	WithoutSub bool `json:"withoutSub,omitempty"`
+}
+
+// UnmarshalJSON decodes a heartbeat, accepting both spellings of the 5.x
+// withoutSub flag.
+func (hb *HeartbeatData) UnmarshalJSON(b []byte) error {
+	type plain HeartbeatData
+	var v struct {
+		plain
+		IsWithoutSub bool `json:"isWithoutSub"`
+	}
+	if err := json.Unmarshal(b, &v); err != nil {
+		return err
+	}
+	*hb = HeartbeatData(v.plain)
+	hb.WithoutSub = hb.WithoutSub || v.IsWithoutSub
+	return nil
 }
 
 // ProducerData names one producer group of the client.

@@ -69,6 +69,10 @@ type RegisterResult struct {
 	// SubscriptionChanged lists consumer groups (sorted) whose subscription
 	// table changed.
 	SubscriptionChanged []string
+	// SubscriptionMissing lists consumer groups (sorted) of a WithoutSub
+	// heartbeat for which no subscription is registered; the caller should
+	// ask the client for a full heartbeat (5.x: ext IS_SUB_CHANGE=true).
+	SubscriptionMissing []string
 }
 
 // Registry tracks the clients connected to a broker. It is safe for
@@ -145,14 +149,19 @@ func (r *Registry) Register(hb *HeartbeatData, conn any, now time.Time) (Registe
 			r.log.WithField("group", cd.GroupName).WithField("client", hb.ClientID).Info("consumer joined group")
 		}
 		g.members[hb.ClientID] = &Member{ClientID: hb.ClientID, Conn: conn, LastSeen: now}
-		if g.updateSubscriptions(subsets[i]) {
+		switch {
+		case hb.WithoutSub && len(subsets[i]) == 0:
+			if len(g.subs) == 0 {
+				res.SubscriptionMissing = append(res.SubscriptionMissing, cd.GroupName)
+			}
+		case g.updateSubscriptions(subsets[i]):
 			res.SubscriptionChanged = append(res.SubscriptionChanged, cd.GroupName)
 		}
 	}
-	sort.Strings(res.MembershipChanged)
-	sort.Strings(res.SubscriptionChanged)
-	res.MembershipChanged = dedup(res.MembershipChanged)
-	res.SubscriptionChanged = dedup(res.SubscriptionChanged)
+	for _, l := range []*[]string{&res.MembershipChanged, &res.SubscriptionChanged, &res.SubscriptionMissing} {
+		sort.Strings(*l)
+		*l = dedup(*l)
+	}
 	return res, nil
 }
 

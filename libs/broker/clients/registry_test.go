@@ -170,3 +170,24 @@ func TestRegistryRejectsBadInput(t *testing.T) {
 	require.Error(t, err)
 	require.NoError(t, DefaultConfig().Validate())
 }
+
+func TestWithoutSubHeartbeatKeepsSubscriptions(t *testing.T) {
+	r := newTestRegistry(t)
+	_, err := r.Register(heartbeat(t, goTaggedHeartbeat), 1, time.Unix(0, 0))
+	require.NoError(t, err)
+	light := `{"clientID":"192.0.2.3@1","consumerDataSet":[{"groupName":"cg","consumeType":"CONSUME_PASSIVELY","messageModel":"CLUSTERING","subscriptionDataSet":[]},{"groupName":"fresh","subscriptionDataSet":[]}],"heartbeatFingerprint":77,"isWithoutSub":true}`
+	hb := heartbeat(t, light)
+	require.True(t, hb.WithoutSub)
+	require.Equal(t, int64(77), hb.HeartbeatFingerprint)
+	res, err := r.Register(hb, 1, time.Unix(1, 0))
+	require.NoError(t, err)
+	require.Empty(t, res.SubscriptionChanged)
+	require.Equal(t, []string{"fresh"}, res.SubscriptionMissing)
+	require.Equal(t, []string{"fresh"}, res.MembershipChanged)
+	sd, ok := r.Subscription("cg", "TopicTest")
+	require.True(t, ok)
+	require.Equal(t, []string{"TagA", "TagB"}, sd.TagsSet)
+
+	hb2 := heartbeat(t, `{"clientID":"x","withoutSub":true}`)
+	require.True(t, hb2.WithoutSub)
+}
