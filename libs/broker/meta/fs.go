@@ -37,4 +37,4 @@ func readFile(fsys FS, name string) ([]byte, error) {
 
 // maxTableFileSize bounds what load reads into memory (a topics.json with a
 // hundred thousand topics is ~25 MiB).
-const maxTableFileSize = 1 << 30
+const maxTableFileSize = 256 << 20

@@ -231,3 +231,16 @@ func FuzzDecodeTables(f *testing.F) {
 		_, _, _ = decodeGroups(in)
 	})
 }
+
+// Java writes its config files pretty-printed with tabs.
+const javaPrettyOffsets = "{\n\t\"offsetTable\":{\n\t\t\"TopicTest@cg\":{0:12,1:15\n\t\t},\n\t\t\"%RETRY%cg@cg\":{0:0\n\t\t}\n\t}\n}"
+
+func TestPrettyPrintedJavaFile(t *testing.T) {
+	cfg, _, _, _ := testConfig(t)
+	writeConfigFile(t, cfg, ConsumerOffsetFileName, javaPrettyOffsets)
+	o, err := NewConsumerOffsetTable(cfg)
+	require.NoError(t, err)
+	off, ok := o.Query("cg", "TopicTest", 1)
+	require.True(t, ok)
+	require.Equal(t, int64(15), off)
+}

@@ -1,0 +1,153 @@
+package broker
+
+import (
+	"context"
+	"encoding/binary"
+	"strconv"
+	"testing"
+	"time"
+
+	"github.com/rmqha/rmqha/libs/commitlog"
+	"github.com/rmqha/rmqha/libs/remoting"
+	"github.com/sirupsen/logrus"
+	"github.com/stretchr/testify/require"
+)
+
+func testLogger() logrus.FieldLogger {
+	l := logrus.New()
+	l.SetLevel(logrus.WarnLevel)
+	return l
+}
+
+func testConfig(t *testing.T) Config {
+	t.Helper()
+	cfg := DefaultConfig()
+	cfg.ListenPort = 0
+	cfg.BindAddress = "127.0.0.1"
+	cfg.BrokerIP1 = "127.0.0.1"
+	cfg.StorePathRootDir = t.TempDir()
+	cfg.MappedFileSizeCommitLog = 1 << 20
+	cfg.MaxMessageSize = 256 << 10
+	cfg.FlushIntervalCommitLog = 20 * time.Millisecond
+	cfg.HASendHeartbeatInterval = 500 * time.Millisecond
+	cfg.HAHousekeepingInterval = 5 * time.Second
+	return cfg
+}
+
+func startBroker(t *testing.T, cfg Config) *Broker {
+	t.Helper()
+	b, err := New(cfg, testLogger())
+	require.NoError(t, err)
+	require.NoError(t, b.Start())
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		_ = b.Shutdown(ctx)
+	})
+	return b
+}
+
+func newTestClient(t *testing.T) *remoting.Client {
+	t.Helper()
+	cc := remoting.DefaultClientConfig()
+	cc.RequestTimeout = 10 * time.Second
+	c := remoting.NewClient(cc)
+	t.Cleanup(func() { c.Close() })
+	return c
+}
+
+func invoke(t *testing.T, c *remoting.Client, addr string, code int16, ext map[string]string, body []byte) *remoting.Command {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 25*time.Second)
+	defer cancel()
+	resp, err := c.Invoke(ctx, addr, remoting.NewRequest(code, ext, body))
+	require.NoError(t, err)
+	return resp
+}
+
+func props(kv ...string) string {
+	var s string
+	for i := 0; i+1 < len(kv); i += 2 {
+		s += kv[i] + "\x01" + kv[i+1] + "\x02"
+	}
+	return s
+}
+
+func sendExt(topic string, queueID int, properties string) map[string]string {
+	return map[string]string{
+		"producerGroup": "pg", "topic": topic, "queueId": strconv.Itoa(queueID), "sysFlag": "0",
+		"bornTimestamp": strconv.FormatInt(time.Now().UnixMilli(), 10), "flag": "0",
+		"reconsumeTimes": "0", "unitMode": "false", "maxReconsumeTimes": "0",
+		"defaultTopic": "TBW102", "defaultTopicQueueNums": "4", "batch": "false",
+		"properties": properties, "bname": "broker-a",
+	}
+}
+
+func send(t *testing.T, c *remoting.Client, addr, topic string, queueID int, tag string, body string) *remoting.Command {
+	t.Helper()
+	p := props("UNIQ_KEY", "ID"+body)
+	if tag != "" {
+		p = props("TAGS", tag, "UNIQ_KEY", "ID"+body)
+	}
+	return invoke(t, c, addr, remoting.SendMessage, sendExt(topic, queueID, p), []byte(body))
+}
+
+func heartbeatBody(clientID, group string, subs map[string]string) []byte {
+	s := `{"clientID":"` + clientID + `","producerDataSet":[{"groupName":"pg"}],"consumerDataSet":[{"groupName":"` + group +
+		`","consumeType":"CONSUME_PASSIVELY","messageModel":"CLUSTERING","consumeFromWhere":"CONSUME_FROM_FIRST_OFFSET","subscriptionDataSet":[`
+	first := true
+	for topic, expr := range subs {
+		if !first {
+			s += ","
+		}
+		first = false
+		s += `{"classFilterMode":false,"topic":"` + topic + `","subString":"` + expr + `","tagsSet":[],"codeSet":[],"subVersion":1,"expressionType":"TAG"}`
+	}
+	return []byte(s + `],"unitMode":false}]}`)
+}
+
+func pullExt(group, topic string, queueID int, offset int64, sysFlag int, suspendMs int) map[string]string {
+	return map[string]string{
+		"consumerGroup": group, "topic": topic, "queueId": strconv.Itoa(queueID),
+		"queueOffset": strconv.FormatInt(offset, 10), "maxMsgNums": "32", "sysFlag": strconv.Itoa(sysFlag),
+		"commitOffset": "-1", "suspendTimeoutMillis": strconv.Itoa(suspendMs), "subscription": "",
+		"subVersion": "0", "expressionType": "TAG",
+	}
+}
+
+func decodeRecords(t *testing.T, body []byte) []*commitlog.Record {
+	t.Helper()
+	var out []*commitlog.Record
+	for len(body) > 0 {
+		r, n, err := commitlog.DecodeRecord(body)
+		require.NoError(t, err)
+		out = append(out, r)
+		body = body[n:]
+	}
+	return out
+}
+
+// batchBody encodes a SEND_BATCH_MESSAGE body as the Go client does.
+func batchBody(bodies []string, properties []string) []byte {
+	var out []byte
+	for i, b := range bodies {
+		p := properties[i]
+		total := 20 + len(b) + 2 + len(p)
+		out = binary.BigEndian.AppendUint32(out, uint32(total))
+		out = binary.BigEndian.AppendUint32(out, 0)
+		out = binary.BigEndian.AppendUint32(out, 0)
+		out = binary.BigEndian.AppendUint32(out, 0)
+		out = binary.BigEndian.AppendUint32(out, uint32(len(b)))
+		out = append(out, b...)
+		out = binary.BigEndian.AppendUint16(out, uint16(len(p)))
+		out = append(out, p...)
+	}
+	return out
+}
+
+func mustParseMsgID(t *testing.T, id string) (string, int64) {
+	t.Helper()
+	ap, off, err := commitlog.ParseOffsetMsgID(id)
+	require.NoError(t, err)
+	return ap.String(), off
+}
