@@ -136,6 +136,23 @@ func (m *Master) Close() error {
 	return nil
 }
 
+// Demote stops serving as a master: every slave connection is closed and
+// new handshakes are answered NOT_MASTER, so slaves go back to discovery.
+// Pending waiters finish at their deadlines.
+func (m *Master) Demote() {
+	m.mu.Lock()
+	m.st.SetNotMaster()
+	conns := make([]*masterConn, 0, len(m.conns))
+	for _, c := range m.conns {
+		conns = append(conns, c)
+	}
+	m.mu.Unlock()
+	for _, c := range conns {
+		m.drop(c)
+	}
+	m.lg.Warn("HA master demoted; refusing slaves")
+}
+
 // Epoch is the master's current epoch.
 func (m *Master) Epoch() int64 {
 	m.mu.Lock()
@@ -281,13 +298,35 @@ func (m *Master) drop(mc *masterConn) {
 	mc.close()
 }
 
+// writeChunk is how much may go out under one write deadline: a slow but
+// moving link (≥ writeChunk per HousekeepingInterval) is never cut for
+// being slow, a stuck one is.
+const writeChunk = 256 << 10
+
 func (m *Master) write(mc *masterConn, bufs ...[]byte) error {
 	mc.wmu.Lock()
 	defer mc.wmu.Unlock()
-	_ = mc.c.SetWriteDeadline(time.Now().Add(m.cfg.HousekeepingInterval))
-	nb := net.Buffers(bufs)
-	_, err := nb.WriteTo(mc.c)
-	return err
+	total := 0
+	for _, b := range bufs {
+		total += len(b)
+	}
+	if total <= writeChunk {
+		_ = mc.c.SetWriteDeadline(time.Now().Add(m.cfg.HousekeepingInterval))
+		nb := net.Buffers(bufs)
+		_, err := nb.WriteTo(mc.c)
+		return err
+	}
+	for _, b := range bufs {
+		for len(b) > 0 {
+			n := min(len(b), writeChunk)
+			_ = mc.c.SetWriteDeadline(time.Now().Add(m.cfg.HousekeepingInterval))
+			if _, err := mc.c.Write(b[:n]); err != nil {
+				return err
+			}
+			b = b[n:]
+		}
+	}
+	return nil
 }
 
 // sendError writes an Error frame (best effort) before the connection is closed.

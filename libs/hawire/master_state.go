@@ -63,7 +63,11 @@ type MasterState struct {
 	waiters  waitQueue
 	counters MasterCounters
 	samples  []appendSample
+	demoted  bool
 }
+
+// SetNotMaster makes every later handshake fail with NOT_MASTER.
+func (s *MasterState) SetNotMaster() { s.demoted = true }
 
 // NewMasterState builds the state for a log with the given segment size and
 // epoch history (the current epoch is the last entry).
@@ -112,6 +116,9 @@ func (s *MasterState) Handshake(id ConnID, h Handshake, logMin, logMax int64, no
 			s.counters.HandshakeErrors++
 		}
 		return Accept{}, 0, &ErrorFrame{Code: code, Offset: off, Message: fmt.Sprintf(format, args...)}
+	}
+	if s.demoted {
+		return fail(CodeNotMaster, 0, "this broker is not a master any more")
 	}
 	if h.Version < MinVersion || h.Version > MaxVersion {
 		return fail(CodeUnsupportedVersion, 0, "version %d not in [%d,%d]", h.Version, MinVersion, MaxVersion)

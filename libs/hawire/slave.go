@@ -7,6 +7,7 @@ import (
 	"io"
 	"net"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/sirupsen/logrus"
@@ -281,7 +282,10 @@ func (s *Slave) session(conn net.Conn, addr string) (accepted bool, rec *Recover
 	s.mu.Unlock()
 	lg := s.lg.WithField("addr", addr)
 	var wmu sync.Mutex
-	fr := NewFrameReader(conn, 1<<20)
+	ar := &activityReader{r: conn, now: s.now}
+	// A small buffer: the body of a large Data frame is then read straight
+	// into the frame buffer instead of being copied out of the bufio buffer.
+	fr := NewFrameReader(ar, 64<<10)
 	_ = conn.SetReadDeadline(time.Now().Add(s.cfg.HousekeepingInterval))
 
 	// next reads a frame; an Error frame becomes a Recovery.
@@ -362,7 +366,7 @@ func (s *Slave) session(conn net.Conn, addr string) (accepted bool, rec *Recover
 	stop := make(chan struct{})
 	defer close(stop)
 	s.wg.Add(1)
-	go s.heartbeat(conn, &wmu, stop)
+	go s.heartbeat(conn, ar, &wmu, stop)
 
 	ackBuf := make([]byte, 0, 32)
 	for {
@@ -422,7 +426,7 @@ func (s *Slave) session(conn net.Conn, addr string) (accepted bool, rec *Recover
 
 // heartbeat sends acks every HeartbeatInterval and closes a connection the
 // master has been silent on for HousekeepingInterval.
-func (s *Slave) heartbeat(conn net.Conn, wmu *sync.Mutex, stop <-chan struct{}) {
+func (s *Slave) heartbeat(conn net.Conn, ar *activityReader, wmu *sync.Mutex, stop <-chan struct{}) {
 	defer s.wg.Done()
 	t := time.NewTicker(max(min(s.cfg.HeartbeatInterval/4, time.Second), time.Millisecond))
 	defer t.Stop()
@@ -436,6 +440,9 @@ func (s *Slave) heartbeat(conn net.Conn, wmu *sync.Mutex, stop <-chan struct{}) 
 		}
 		now := s.now()
 		s.mu.Lock()
+		if t := ar.last.Load(); t != 0 {
+			s.st.Touch(time.Unix(0, t))
+		}
 		expired := s.st.Expired(now)
 		due := s.st.AckDue(now)
 		if due {
@@ -470,4 +477,19 @@ func (s *Slave) heartbeatAck(conn net.Conn, wmu *sync.Mutex) error {
 	_ = conn.SetWriteDeadline(time.Now().Add(s.cfg.HousekeepingInterval))
 	_, err := conn.Write(AppendAck(nil, Ack{Written: w, Flushed: min(flushed, w)}))
 	return err
+}
+
+// activityReader remembers when bytes last arrived.
+type activityReader struct {
+	r    io.Reader
+	now  func() time.Time
+	last atomic.Int64
+}
+
+func (a *activityReader) Read(p []byte) (int, error) {
+	n, err := a.r.Read(p)
+	if n > 0 {
+		a.last.Store(a.now().UnixNano())
+	}
+	return n, err
 }

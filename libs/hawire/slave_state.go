@@ -257,6 +257,14 @@ func (s *SlaveState) AckDue(now time.Time) bool {
 	return s.phase == SlaveStreaming && now.Sub(s.lastAck) >= s.cfg.HeartbeatInterval
 }
 
+// Touch records that bytes arrived from the master at now (part of a large
+// frame): a slow but moving link is not a silent one.
+func (s *SlaveState) Touch(now time.Time) {
+	if now.After(s.lastRead) {
+		s.lastRead = now
+	}
+}
+
 // AckSent records a heartbeat ack.
 func (s *SlaveState) AckSent(now time.Time) { s.lastAck = now }
 

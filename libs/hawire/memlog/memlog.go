@@ -38,6 +38,29 @@ type Log struct {
 	flushed   int64
 	autoFlush bool
 	cbs       []func(int64)
+	recycle   bool
+	free      [][]byte
+}
+
+// RecycleSegments makes Truncate and Reset keep dropped segment memory for
+// reuse, so a benchmark that wipes and refills a log measures the code, not
+// the first touch of fresh memory. With it on, slices returned by ReadRaw
+// before a Truncate or Reset may change afterwards.
+func (l *Log) RecycleSegments(on bool) {
+	l.mu.Lock()
+	l.recycle = on
+	l.mu.Unlock()
+}
+
+func (l *Log) release(segs []*segment) {
+	if !l.recycle {
+		return
+	}
+	for _, s := range segs {
+		if int64(cap(s.data)) == l.segSize {
+			l.free = append(l.free, s.data[:0])
+		}
+	}
 }
 
 // New returns an empty log starting at 0 whose FlushedOffset follows MaxOffset.
@@ -106,7 +129,14 @@ func (l *Log) tail() *segment {
 			return s
 		}
 	}
+	// Full capacity up front: growing by doubling would copy every segment
+	// several times over.
 	s := &segment{start: l.max}
+	if n := len(l.free); n > 0 {
+		s.data, l.free = l.free[n-1], l.free[:n-1]
+	} else {
+		s.data = make([]byte, 0, l.segSize)
+	}
 	l.segs = append(l.segs, s)
 	return s
 }
@@ -148,7 +178,9 @@ func (l *Log) find(offset int64) *segment {
 
 // ReadRaw implements hawire.Log: whole records from offset, at most maxBytes
 // (nothing when the first record is larger), never crossing a segment end.
-// The result is a copy.
+// The result aliases the log's memory and must not be modified: bytes below
+// a segment's written length are never rewritten (Truncate copies the kept
+// part to a new array), so it stays valid.
 func (l *Log) ReadRaw(offset int64, maxBytes int) ([]byte, error) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
@@ -178,7 +210,7 @@ func (l *Log) ReadRaw(offset int64, maxBytes int) ([]byte, error) {
 		}
 		n += size
 	}
-	return append([]byte(nil), b[:n]...), nil
+	return b[:n:n], nil
 }
 
 // AppendRaw implements hawire.Log. data must be whole records that do not
@@ -218,6 +250,7 @@ func (l *Log) Truncate(offset int64) error {
 	for i > 0 && l.segs[i-1].start >= offset {
 		i--
 	}
+	l.release(l.segs[i:])
 	l.segs = l.segs[:i]
 	if i > 0 {
 		s := l.segs[i-1]
@@ -234,6 +267,7 @@ func (l *Log) Reset(startOffset int64) error {
 		return fmt.Errorf("%w: reset at unaligned %d", ErrOffset, startOffset)
 	}
 	l.mu.Lock()
+	l.release(l.segs)
 	l.segs, l.min, l.max, l.flushed = nil, startOffset, startOffset, startOffset
 	l.mu.Unlock()
 	return nil
