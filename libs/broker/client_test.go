@@ -39,7 +39,7 @@ func TestRealClient(t *testing.T) {
 	defer p.Shutdown()
 
 	ctx := context.Background()
-	want := map[string]string{} // body -> tag
+	want := map[string]string{}      // body -> tag
 	big := strings.Repeat("z", 6000) // compressed by the client (> 4096)
 	mk := func(body, tag string) *primitive.Message {
 		m := primitive.NewMessage(topic, []byte(body))
