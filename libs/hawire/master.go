@@ -349,7 +349,11 @@ func (m *Master) serve(mc *masterConn, hello Hello) {
 	_ = mc.c.SetReadDeadline(time.Now().Add(m.cfg.HousekeepingInterval))
 	typ, body, err := fr.Next(MaxHandshakeFrame)
 	if err != nil {
-		m.protocolError(mc, lg, fmt.Errorf("reading handshake: %w", err))
+		if isFramingError(err) {
+			m.protocolError(mc, lg, fmt.Errorf("reading handshake: %w", err))
+		} else {
+			lg.WithError(err).Debug("HA connection closed before its handshake")
+		}
 		return
 	}
 	if typ != FrameHandshake {
@@ -410,12 +414,12 @@ func (m *Master) readLoop(mc *masterConn, lg logrus.FieldLogger, fr *FrameReader
 	for {
 		typ, body, err := fr.Next(MaxControlFrame)
 		if err != nil {
-			if !m.closed.Load() && !errors.Is(err, net.ErrClosed) {
-				if errors.Is(err, io.EOF) {
-					lg.Info("HA slave disconnected")
-				} else {
-					m.protocolError(mc, lg, err)
-				}
+			switch {
+			case m.closed.Load():
+			case isFramingError(err):
+				m.protocolError(mc, lg, err)
+			default:
+				lg.WithError(err).Info("HA slave disconnected")
 			}
 			return
 		}
@@ -480,17 +484,18 @@ func (m *Master) sendLoop(mc *masterConn, lg logrus.FieldLogger, done <-chan str
 				lg.WithError(err).WithField("offset", plan.Offset).Error("HA cannot read the log for a slave; closing connection")
 				return
 			}
+			// Record the send before writing: the slave may acknowledge these
+			// bytes before Write returns, and an ack beyond what was sent is
+			// rejected. A failed write ends the connection anyway.
 			m.mu.Lock()
 			d := m.st.DataHeader(plan, data, logMax)
-			m.mu.Unlock()
-			hdr = AppendDataHeader(hdr[:0], d, len(data))
-			if err := m.write(mc, hdr, data); err != nil {
-				return
-			}
-			m.mu.Lock()
 			err = m.st.Sent(mc.id, plan.Offset, len(data), m.now())
 			m.mu.Unlock()
 			if err != nil {
+				return
+			}
+			hdr = AppendDataHeader(hdr[:0], d, len(data))
+			if err := m.write(mc, hdr, data); err != nil {
 				return
 			}
 			continue
@@ -567,4 +572,9 @@ func (m *Master) sweeper() {
 		}
 		timer.Reset(next)
 	}
+}
+
+// isFramingError tells bytes that break the protocol from a peer that went away.
+func isFramingError(err error) bool {
+	return errors.Is(err, ErrBadFrame) || errors.Is(err, ErrFrameTooLarge)
 }

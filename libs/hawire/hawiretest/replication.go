@@ -101,6 +101,16 @@ func testIdentical(t *testing.T, newLog LogFactory) {
 	if m.InSyncCount() != 2 {
 		t.Fatalf("in sync %d", m.InSyncCount())
 	}
+	requireNoAlarms(t, m)
+}
+
+// requireNoAlarms checks that a healthy run raised no protocol alarm (a
+// genuine slave never sends an invalid ack).
+func requireNoAlarms(t *testing.T, m *hawire.Master) {
+	t.Helper()
+	if c := m.Status().Counters; c.AckViolations+c.ProtocolErrors+c.AuthFailures+c.HandshakeErrors != 0 {
+		t.Fatalf("alarms in a healthy run: %+v", c)
+	}
 }
 
 func testRestart(t *testing.T, newLog LogFactory) {
@@ -127,6 +137,7 @@ func testRestart(t *testing.T, newLog LogFactory) {
 	a.Stop(t)
 	WaitCaughtUp(t, ml, sl, 30*time.Second)
 	RequireIdentical(t, ml, sl)
+	requireNoAlarms(t, m)
 }
 
 func testTooOld(t *testing.T, newLog LogFactory) {
@@ -311,6 +322,7 @@ func testFaultyLink(t *testing.T, newLog LogFactory) {
 	const timeout = 500 * time.Millisecond
 	rs = syncSends(t, m, ml, 50, 1000, timeout, 2)
 	checkByDeadline(t, "healthy", rs, timeout, hawire.ReplOK)
+	requireNoAlarms(t, m)
 
 	p.SetDelay(100 * time.Millisecond)
 	rs = syncSends(t, m, ml, 20, 1000, timeout, 3)
