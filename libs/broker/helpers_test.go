@@ -3,6 +3,9 @@ package broker
 import (
 	"context"
 	"encoding/binary"
+	"io"
+	"net"
+	"net/http"
 	"strconv"
 	"testing"
 	"time"
@@ -150,4 +153,23 @@ func mustParseMsgID(t *testing.T, id string) (string, int64) {
 	ap, off, err := commitlog.ParseOffsetMsgID(id)
 	require.NoError(t, err)
 	return ap.String(), off
+}
+
+func freePort(t *testing.T) int {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	defer ln.Close()
+	return ln.Addr().(*net.TCPAddr).Port
+}
+
+func httpGet(t *testing.T, url string, wantCode int) string {
+	t.Helper()
+	resp, err := http.Get(url)
+	require.NoError(t, err)
+	defer resp.Body.Close()
+	body, err := io.ReadAll(resp.Body)
+	require.NoError(t, err)
+	require.Equal(t, wantCode, resp.StatusCode, string(body))
+	return string(body)
 }
