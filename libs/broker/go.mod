@@ -5,6 +5,7 @@ go 1.26
 require (
 	github.com/rmqha/rmqha/libs/commitlog v0.0.0
 	github.com/rmqha/rmqha/libs/hawire v0.0.0
+	github.com/rmqha/rmqha/libs/props v0.0.0
 	github.com/rmqha/rmqha/libs/remoting v0.0.0
 	github.com/sirupsen/logrus v1.10.2
 	github.com/stretchr/testify v1.12.1
@@ -35,5 +36,6 @@ require (
 replace (
 	github.com/rmqha/rmqha/libs/commitlog => ../commitlog
 	github.com/rmqha/rmqha/libs/hawire => ../hawire
+	github.com/rmqha/rmqha/libs/props => ../props
 	github.com/rmqha/rmqha/libs/remoting => ../remoting
 )

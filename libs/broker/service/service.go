@@ -1,0 +1,140 @@
+// Package service is the shared body of the master and slave binaries: configuration from
+// -c FILE, RMQ_* environment variables and flags (RocketMQ key names), logging, the start-up
+// line, and a clean shutdown on SIGTERM/SIGINT.
+package service
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"sort"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/rmqha/rmqha/libs/broker"
+	"github.com/rmqha/rmqha/libs/props"
+	"github.com/sirupsen/logrus"
+)
+
+// Options describes one binary.
+type Options struct {
+	// Program is the binary's name for usage and logs.
+	Program string
+	// Defaults adjusts broker.DefaultConfig before the file, environment and flags apply
+	// (the slave binary defaults to brokerRole=SLAVE, brokerId=1).
+	Defaults func(*broker.Config)
+	// CheckRole refuses roles this binary does not run; the error names the key.
+	CheckRole func(broker.Config) error
+	// ShutdownTimeout bounds the clean stop. Default 30s.
+	ShutdownTimeout time.Duration
+}
+
+// Main runs a broker until SIGTERM/SIGINT and returns the process exit code: 0 after a clean
+// stop, 2 for configuration errors, 1 for start or stop failures.
+func Main(o Options, args, environ []string, stderr io.Writer) int {
+	cfg := broker.DefaultConfig()
+	if o.Defaults != nil {
+		o.Defaults(&cfg)
+	}
+	file, err := props.Load(&cfg, o.Program, args, environ, stderr)
+	if errors.Is(err, props.ErrHelp) {
+		return 0
+	}
+	if err != nil {
+		fmt.Fprintf(stderr, "%s: %v\n", o.Program, err)
+		return 2
+	}
+	log := logrus.New()
+	log.SetOutput(stderr)
+	lvl, err := logrus.ParseLevel(cfg.LogLevel)
+	if err != nil {
+		fmt.Fprintf(stderr, "%s: logLevel: %v\n", o.Program, err)
+		return 2
+	}
+	log.SetLevel(lvl)
+	switch cfg.LogFormat {
+	case "json":
+		log.SetFormatter(&logrus.JSONFormatter{})
+	case "text", "":
+		log.SetFormatter(&logrus.TextFormatter{FullTimestamp: true})
+	default:
+		fmt.Fprintf(stderr, "%s: logFormat: %q is not text or json\n", o.Program, cfg.LogFormat)
+		return 2
+	}
+	if o.CheckRole != nil {
+		if err := o.CheckRole(cfg); err != nil {
+			log.WithError(err).Error("refusing to start")
+			return 2
+		}
+	}
+	b, err := broker.New(cfg, log)
+	if err != nil {
+		log.WithError(err).Error("refusing to start")
+		return 2
+	}
+	eff := b.Config()
+	dump := props.Dump(&eff)
+	keys := make([]string, 0, len(dump))
+	for k := range dump {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	var sb strings.Builder
+	for i, k := range keys {
+		if i > 0 {
+			sb.WriteByte(' ')
+		}
+		sb.WriteString(k + "=" + dump[k])
+	}
+	if err := b.Start(); err != nil {
+		log.WithError(err).Error("start failed")
+		return 1
+	}
+	log.WithFields(logrus.Fields{
+		"program": o.Program, "configFile": file, "role": eff.BrokerRole,
+		"cluster": eff.BrokerClusterName, "brokerName": eff.BrokerName, "brokerId": eff.BrokerID,
+		"listen": b.Addr(), "advertised": b.AdvertisedAddr(), "haListen": b.HAAddr(),
+		"haServerAddr": b.Status().HAServerAddr, "haMasterAddress": eff.HAMasterAddress,
+		"namesrvAddr": eff.NamesrvAddr, "http": b.HTTPAddr(), "config": sb.String(),
+	}).Info("broker running")
+
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
+	defer stop()
+	<-ctx.Done()
+	log.Info("signal received, shutting down")
+	timeout := o.ShutdownTimeout
+	if timeout <= 0 {
+		timeout = 30 * time.Second
+	}
+	sctx, cancel := context.WithTimeout(context.Background(), timeout)
+	defer cancel()
+	if err := b.Shutdown(sctx); err != nil {
+		log.WithError(err).Error("shutdown finished with errors")
+		return 1
+	}
+	log.Info("clean shutdown")
+	return 0
+}
+
+// Run is Main with the process's arguments, environment and stderr.
+func Run(o Options) int { return Main(o, os.Args[1:], os.Environ(), os.Stderr) }
+
+// MasterRoles refuses SLAVE (for the master binary).
+func MasterRoles(c broker.Config) error {
+	if !c.IsMaster() {
+		return fmt.Errorf("brokerRole=%s: this binary runs ASYNC_MASTER or SYNC_MASTER; use the slave binary", c.BrokerRole)
+	}
+	return nil
+}
+
+// SlaveRoles refuses the master roles (for the slave binary).
+func SlaveRoles(c broker.Config) error {
+	if c.BrokerRole != broker.RoleSlave {
+		return fmt.Errorf("brokerRole=%s: this binary runs SLAVE only; use the master binary", c.BrokerRole)
+	}
+	return nil
+}
