@@ -21,6 +21,30 @@ func RunReplication(t *testing.T, newLog LogFactory) {
 	t.Run("DivergedTailIsTruncated", func(t *testing.T) { testDiverged(t, newLog) })
 	t.Run("SyncWaitsThroughFaultyLink", func(t *testing.T) { testFaultyLink(t, newLog) })
 	t.Run("HostilePeersCannotMoveAcks", func(t *testing.T) { testHostile(t, newLog) })
+	t.Run("SlowLinkIsNotDropped", func(t *testing.T) { testSlowLink(t, newLog) })
+}
+
+// testSlowLink: a Data frame that takes longer than the housekeeping
+// interval to cross a slow but moving link must not get the link dropped.
+func testSlowLink(t *testing.T, newLog LogFactory) {
+	ml, sl := newLog(t), newLog(t)
+	mcfg := MasterConfig(t.TempDir())
+	mcfg.HousekeepingInterval = time.Second
+	mcfg.TransferBatchSize = 512 << 10
+	m := StartMaster(t, mcfg, ml)
+	p := NewProxy(t, m.Addr().String())
+	// One frame (at most a segment) takes 1.5 housekeeping intervals.
+	frame := min(int64(mcfg.TransferBatchSize), ml.SegmentSize())
+	p.SetThrottle(frame * 2 / 3)
+	scfg := SlaveConfig(t.TempDir())
+	scfg.HousekeepingInterval = time.Second
+	StartSlave(t, scfg, sl, p.Addr())
+	fillTo(t, ml, 3*frame-frame/8, 12)
+	WaitCaughtUp(t, ml, sl, 30*time.Second)
+	RequireIdentical(t, ml, sl)
+	if n := p.Accepted(); n != 1 {
+		t.Fatalf("slow link was dropped: %d connections", n)
+	}
 }
 
 // appender writes mixed-size records to l from one goroutine until stopped.

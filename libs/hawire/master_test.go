@@ -1,0 +1,92 @@
+package hawire_test
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/rmqha/rmqha/libs/hawire"
+	"github.com/rmqha/rmqha/libs/hawire/hawiretest"
+	"github.com/rmqha/rmqha/libs/hawire/memlog"
+)
+
+func TestDemotedMasterAnswersNotMaster(t *testing.T) {
+	ml, sl := memlog.New(64<<10), memlog.New(64<<10)
+	m := hawiretest.StartMaster(t, hawiretest.MasterConfig(t.TempDir()), ml)
+	s := hawiretest.StartSlave(t, hawiretest.SlaveConfig(t.TempDir()), sl, m.Addr().String())
+	hawiretest.Eventually(t, 10*time.Second, func() bool { return m.InSyncCount() == 2 }, "connected")
+	m.Demote()
+	hawiretest.Eventually(t, 10*time.Second, func() bool {
+		st := s.Status()
+		return !st.Connected && strings.Contains(st.LastError, "NOT_MASTER") && st.State != "failed"
+	}, "slave status %+v", s.Status())
+	if st := <-m.WaitReplicated(ml.MaxOffset()+1, time.Now().Add(time.Second)); st != hawire.ReplSlaveNotAvailable {
+		t.Fatalf("demoted master wait: %v", st)
+	}
+}
+
+func TestStrictModeAndInSyncCount(t *testing.T) {
+	ml, sl := memlog.New(64<<10), memlog.New(64<<10)
+	cfg := hawiretest.MasterConfig(t.TempDir())
+	cfg.MinInSyncReplicas = 2
+	m := hawiretest.StartMaster(t, cfg, ml)
+	if err := m.CanAccept(); err == nil {
+		t.Fatal("strict mode accepted a write with no slave")
+	}
+	hawiretest.StartSlave(t, hawiretest.SlaveConfig(t.TempDir()), sl, m.Addr().String())
+	hawiretest.Eventually(t, 10*time.Second, func() bool { return m.CanAccept() == nil }, "strict mode with a slave in sync")
+	if m.InSyncCount() != 2 {
+		t.Fatalf("in sync %d", m.InSyncCount())
+	}
+}
+
+func TestMasterRestartBumpsEpoch(t *testing.T) {
+	dir := t.TempDir()
+	ml := memlog.New(64 << 10)
+	for i := 1; i <= 3; i++ {
+		if _, err := ml.Append(hawiretest.Record(100, uint64(i))); err != nil {
+			t.Fatal(err)
+		}
+		m, err := hawire.NewMaster(hawiretest.MasterConfig(dir), ml)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if m.Epoch() != int64(i) {
+			t.Fatalf("start %d: epoch %d", i, m.Epoch())
+		}
+	}
+	entries, err := hawire.LoadEpochFile(dir)
+	if err != nil || len(entries) != 3 || entries[2].StartOffset != ml.MaxOffset() {
+		t.Fatalf("epochs %+v %v", entries, err)
+	}
+	// A start with no write since the last one replaces the empty epoch.
+	if _, err := hawire.NewMaster(hawiretest.MasterConfig(dir), ml); err != nil {
+		t.Fatal(err)
+	}
+	entries, _ = hawire.LoadEpochFile(dir)
+	if len(entries) != 3 || entries[2].Epoch != 4 {
+		t.Fatalf("epochs %+v", entries)
+	}
+}
+
+func TestConfigValidation(t *testing.T) {
+	mc := hawire.DefaultMasterConfig()
+	if err := mc.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	mc.InSyncReplicas = 0
+	if err := mc.Validate(); err == nil || !strings.Contains(err.Error(), "InSyncReplicas") {
+		t.Fatalf("got %v", err)
+	}
+	sc := hawire.DefaultSlaveConfig()
+	if err := sc.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	sc.OnTooOld = "ignore"
+	if err := sc.Validate(); err == nil || !strings.Contains(err.Error(), "OnTooOld") {
+		t.Fatalf("got %v", err)
+	}
+	if hawire.DefaultMasterConfig().SlaveTimeout >= 3*time.Second {
+		t.Fatal("SlaveTimeout must stay below the Go client's 3 s send timeout")
+	}
+}
