@@ -6,8 +6,12 @@
 package main
 
 import (
+	"context"
+	"time"
+
 	"errors"
 	"fmt"
+	"github.com/rmqha/rmqha/libs/discovery"
 	"os"
 	"os/signal"
 	"syscall"
@@ -45,7 +49,10 @@ func run() error {
 	}
 	entry := log.WithField("service", "namesrv")
 	cfg.Logger = entry
-	reg := registry.NewMemory()
+	reg, backend, err := openRegistry(cfg, entry)
+	if err != nil {
+		return err
+	}
 	srv, err := nameserver.New(cfg, reg)
 	if err != nil {
 		return err
@@ -53,10 +60,43 @@ func run() error {
 	if err := srv.Start(); err != nil {
 		return err
 	}
-	entry.WithFields(logrus.Fields{"config": props.Dump(&cfg), "file": file, "addr": srv.Addr().String(), "registry": "memory"}).Info("namesrv started")
+	entry.WithFields(logrus.Fields{"config": props.Dump(&cfg), "file": file, "addr": srv.Addr().String(), "registry": backend}).Info("namesrv started")
 	sig := make(chan os.Signal, 1)
 	signal.Notify(sig, syscall.SIGINT, syscall.SIGTERM)
 	s := <-sig
 	entry.WithField("signal", s.String()).Info("stopping")
 	return srv.Close()
+}
+
+// openRegistry picks the registry backend. With Consul the first answers are
+// awaited for a few seconds; an unreachable Consul does not stop start-up:
+// the name server serves (empty, stale) state and converges once Consul
+// answers.
+func openRegistry(cfg nameserver.Config, log logrus.FieldLogger) (registry.Registry, string, error) {
+	backend := cfg.RegistryBackend
+	if backend == "auto" {
+		backend = "memory"
+		if os.Getenv("CONSUL_HTTP_ADDR") != "" {
+			backend = "consul"
+		}
+	}
+	if backend == "memory" {
+		return registry.NewMemory(), backend, nil
+	}
+	client, err := discovery.NewClient("")
+	if err != nil {
+		return nil, "", fmt.Errorf("consul client: %w", err)
+	}
+	cc := registry.DefaultConsulConfig()
+	cc.Client = client
+	cc.TTL = cfg.BrokerExpire
+	cc.TCPInterval = cfg.ConsulTCPCheckInterval
+	cc.Logger = log
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	reg, err := registry.NewConsul(ctx, cc)
+	if err != nil {
+		return nil, "", err
+	}
+	return reg, backend, nil
 }

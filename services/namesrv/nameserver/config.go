@@ -25,6 +25,14 @@ type Config struct {
 	// BrokerExpire drops a broker that has not registered for this long
 	// (brokers register every 30s). Default 120s.
 	BrokerExpire time.Duration `prop:"brokerChannelExpiredTime,ms"`
+	// RegistryBackend is where the broker registry lives: "consul" (shared
+	// by every name server, survives restarts), "memory" (this process
+	// only), or "auto" = consul when CONSUL_HTTP_ADDR is set. Default auto.
+	RegistryBackend string `prop:"registryBackend"`
+	// ConsulTCPCheckInterval is how often the Consul agent dials each
+	// broker's client port to detect a broker that stopped answering; 0
+	// disables that check. Default 2s.
+	ConsulTCPCheckInterval time.Duration `prop:"consulTcpCheckInterval,ms"`
 	// MaxFrameSize bounds one remoting frame in bytes. Default 16 MiB.
 	MaxFrameSize int `prop:"maxFrameSize"`
 	// LogLevel is logrus's level name. Default info.
@@ -44,6 +52,8 @@ func DefaultConfig() Config {
 		ScanNotActiveBrokerInterval: 5 * time.Second,
 		BrokerExpire:                120 * time.Second,
 		MaxFrameSize:                16 << 20,
+		RegistryBackend:             "auto",
+		ConsulTCPCheckInterval:      2 * time.Second,
 		LogLevel:                    "info",
 		LogFormat:                   "text",
 	}
@@ -62,6 +72,10 @@ func (c Config) Validate() error {
 		return errors.New("nameserver: brokerChannelExpiredTime must be at least scanNotActiveBrokerInterval")
 	case c.MaxFrameSize < 1024:
 		return errors.New("nameserver: maxFrameSize below 1 KiB")
+	case c.RegistryBackend != "auto" && c.RegistryBackend != "memory" && c.RegistryBackend != "consul":
+		return fmt.Errorf("nameserver: registryBackend %q is not auto, memory or consul", c.RegistryBackend)
+	case c.ConsulTCPCheckInterval < 0:
+		return errors.New("nameserver: consulTcpCheckInterval must not be negative")
 	case c.LogFormat != "text" && c.LogFormat != "json":
 		return fmt.Errorf("nameserver: logFormat %q is not text or json", c.LogFormat)
 	}

@@ -93,6 +93,10 @@ func (s *Server) Addr() net.Addr { return s.rpc.Addr() }
 
 // Close stops serving.
 func (s *Server) Close() error {
+	// Connections we close on the way out must not look like dead brokers.
+	if pc, ok := s.reg.(interface{ PrepareClose() }); ok {
+		pc.PrepareClose()
+	}
 	close(s.stop)
 	s.wg.Wait()
 	if s.http != nil {

@@ -225,3 +225,14 @@ func (m *Memory) Status() Status {
 
 // Close implements Registry.
 func (m *Memory) Close() error { return nil }
+
+// SetTopics replaces a group's topic table without a master registration; the
+// Consul-backed registry uses it to rebuild its cache from KV, where the
+// table outlives the master's service instance.
+func (m *Memory) SetTopics(brokerName string, topics map[string]route.TopicConfig) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if g := m.groups[brokerName]; g != nil {
+		g.topics = topics
+	}
+}

@@ -8,5 +8,5 @@ import (
 )
 
 func TestMemoryConformance(t *testing.T) {
-	registrytest.Run(t, func(t *testing.T) registry.Registry { return registry.NewMemory() }, nil)
+	registrytest.Run(t, func(t *testing.T) registry.Registry { return registry.NewMemory() }, registrytest.Options{})
 }
