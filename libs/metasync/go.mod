@@ -1,0 +1,3 @@
+module github.com/rmqha/rmqha/libs/metasync
+
+go 1.26
