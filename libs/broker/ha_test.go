@@ -102,14 +102,14 @@ func (p *stallProxy) pipe(src, dst net.Conn) {
 	}
 }
 
-func syncMasterConfig(t *testing.T) Config {
+func syncMasterConfig(t testing.TB) Config {
 	cfg := testConfig(t)
 	cfg.BrokerRole = RoleSyncMaster
 	cfg.SlaveTimeout = 700 * time.Millisecond
 	return cfg
 }
 
-func slaveConfig(t *testing.T, haMaster string) Config {
+func slaveConfig(t testing.TB, haMaster string) Config {
 	cfg := testConfig(t)
 	cfg.BrokerRole = RoleSlave
 	cfg.BrokerID = 1

@@ -22,7 +22,7 @@ func testLogger() logrus.FieldLogger {
 	return l
 }
 
-func testConfig(t *testing.T) Config {
+func testConfig(t testing.TB) Config {
 	t.Helper()
 	cfg := DefaultConfig()
 	cfg.ListenPort = 0
@@ -37,7 +37,7 @@ func testConfig(t *testing.T) Config {
 	return cfg
 }
 
-func startBroker(t *testing.T, cfg Config) *Broker {
+func startBroker(t testing.TB, cfg Config) *Broker {
 	t.Helper()
 	b, err := New(cfg, testLogger())
 	require.NoError(t, err)
@@ -50,7 +50,7 @@ func startBroker(t *testing.T, cfg Config) *Broker {
 	return b
 }
 
-func newTestClient(t *testing.T) *remoting.Client {
+func newTestClient(t testing.TB) *remoting.Client {
 	t.Helper()
 	cc := remoting.DefaultClientConfig()
 	cc.RequestTimeout = 10 * time.Second
