@@ -23,6 +23,9 @@ type Log interface {
 	Truncate(offset int64) error
 	// Reset wipes everything and restarts empty at a segment-aligned offset.
 	Reset(startOffset int64) error
-	// OnAppend registers fn to be called after every append with the new MaxOffset.
+	// OnAppend registers fn to be called after every append with the new
+	// MaxOffset. fn is cheap and never calls back into the log, so the store
+	// may call it with its own lock held. There is no unregister: a closed
+	// Master's callback becomes a no-op.
 	OnAppend(fn func(maxOffset int64))
 }

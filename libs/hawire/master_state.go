@@ -204,6 +204,15 @@ func (s *MasterState) quorumAck() int64 {
 	if need <= 0 {
 		return 1<<63 - 1
 	}
+	if need == 1 { // the common case, on every ack: no allocation
+		best := int64(-1)
+		for _, p := range s.peers {
+			if p.phase == phaseStreaming {
+				best = max(best, p.ackWritten)
+			}
+		}
+		return best
+	}
 	acks := make([]int64, 0, len(s.peers))
 	for _, p := range s.peers {
 		if p.phase == phaseStreaming {
@@ -212,13 +221,6 @@ func (s *MasterState) quorumAck() int64 {
 	}
 	if len(acks) < need {
 		return -1
-	}
-	if need == 1 {
-		m := acks[0]
-		for _, a := range acks[1:] {
-			m = max(m, a)
-		}
-		return m
 	}
 	sort.Slice(acks, func(i, j int) bool { return acks[i] > acks[j] })
 	return acks[need-1]
