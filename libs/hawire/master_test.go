@@ -90,3 +90,49 @@ func TestConfigValidation(t *testing.T) {
 		t.Fatal("SlaveTimeout must stay below the Go client's 3 s send timeout")
 	}
 }
+
+func TestFlushedOffsetReachesMasterStatus(t *testing.T) {
+	ml, sl := memlog.New(64<<10), memlog.New(64<<10)
+	sl.SetAutoFlush(false)
+	m := hawiretest.StartMaster(t, hawiretest.MasterConfig(t.TempDir()), ml)
+	s := hawiretest.StartSlave(t, hawiretest.SlaveConfig(t.TempDir()), sl, m.Addr().String())
+	for i := 0; i < 50; i++ {
+		if _, err := ml.Append(hawiretest.Record(700, uint64(i))); err != nil {
+			t.Fatal(err)
+		}
+	}
+	hawiretest.WaitCaughtUp(t, ml, sl, 10*time.Second)
+	hawiretest.Eventually(t, 5*time.Second, func() bool {
+		st := m.Status()
+		return len(st.Slaves) == 1 && st.Slaves[0].AckOffset == ml.MaxOffset() && st.Slaves[0].FlushedOffset == 0
+	}, "written acked, nothing flushed: %+v", m.Status())
+	sl.Flush()
+	hawiretest.Eventually(t, 5*time.Second, func() bool {
+		st := m.Status()
+		return st.Slaves[0].FlushedOffset == ml.MaxOffset() && st.Slaves[0].LagBytes == 0 && st.Slaves[0].InSync
+	}, "flushed offset reported by heartbeat acks: %+v", m.Status())
+	ss := s.Status()
+	if ss.LagBytes != 0 || ss.FlushedOffset != ml.MaxOffset() || ss.MasterMaxOffset != ml.MaxOffset() {
+		t.Fatalf("slave status %+v", ss)
+	}
+}
+
+func TestLagSecondsGrowsWhileSlaveIsAway(t *testing.T) {
+	ml, sl := memlog.New(64<<10), memlog.New(64<<10)
+	m := hawiretest.StartMaster(t, hawiretest.MasterConfig(t.TempDir()), ml)
+	p := hawiretest.NewProxy(t, m.Addr().String())
+	hawiretest.StartSlave(t, hawiretest.SlaveConfig(t.TempDir()), sl, p.Addr())
+	hawiretest.Eventually(t, 10*time.Second, func() bool { return m.InSyncCount() == 2 }, "connected")
+	p.SetDelay(300 * time.Millisecond)
+	if _, err := ml.Append(hawiretest.Record(500, 1)); err != nil {
+		t.Fatal(err)
+	}
+	hawiretest.Eventually(t, 10*time.Second, func() bool {
+		st := m.Status()
+		return len(st.Slaves) == 1 && st.Slaves[0].LagBytes == 500 && st.Slaves[0].LagSeconds >= 0.1
+	}, "lag in bytes and seconds: %+v", m.Status())
+	hawiretest.Eventually(t, 10*time.Second, func() bool {
+		st := m.Status()
+		return st.Slaves[0].LagBytes == 0 && st.Slaves[0].LagSeconds == 0
+	}, "lag gone: %+v", m.Status())
+}

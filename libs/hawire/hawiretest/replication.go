@@ -22,6 +22,44 @@ func RunReplication(t *testing.T, newLog LogFactory) {
 	t.Run("SyncWaitsThroughFaultyLink", func(t *testing.T) { testFaultyLink(t, newLog) })
 	t.Run("HostilePeersCannotMoveAcks", func(t *testing.T) { testHostile(t, newLog) })
 	t.Run("SlowLinkIsNotDropped", func(t *testing.T) { testSlowLink(t, newLog) })
+	t.Run("SlaveDiskFailureTimesOutSyncSends", func(t *testing.T) { testSlaveDiskFailure(t, newLog) })
+}
+
+// failingLog fails AppendRaw while broken is set, like a read-only disk.
+type failingLog struct {
+	hawire.Log
+	broken atomic.Bool
+}
+
+var errDiskBroken = errors.New("injected: read-only file system")
+
+func (f *failingLog) AppendRaw(offset int64, data []byte) error {
+	if f.broken.Load() {
+		return errDiskBroken
+	}
+	return f.Log.AppendRaw(offset, data)
+}
+
+// testSlaveDiskFailure: when the slave cannot write, SYNC sends end by their
+// deadline with a replication error, and the slave catches up once its disk works.
+func testSlaveDiskFailure(t *testing.T, newLog LogFactory) {
+	ml := newLog(t)
+	sl := &failingLog{Log: newLog(t)}
+	m := StartMaster(t, MasterConfig(t.TempDir()), ml)
+	s := StartSlave(t, SlaveConfig(t.TempDir()), sl, m.Addr().String())
+	fillTo(t, ml, ml.SegmentSize()/2, 13)
+	WaitCaughtUp(t, ml, sl, 30*time.Second)
+	Eventually(t, 10*time.Second, func() bool { return m.InSyncCount() == 2 }, "in sync")
+	sl.broken.Store(true)
+	const timeout = 500 * time.Millisecond
+	rs := syncSends(t, m, ml, 20, 1000, timeout, 14)
+	checkByDeadline(t, "slave disk broken", rs, timeout, hawire.ReplTimeout, hawire.ReplSlaveNotAvailable)
+	Eventually(t, 10*time.Second, func() bool { return strings.Contains(s.Status().LastError, "read-only") }, "slave reports the disk error: %+v", s.Status())
+	sl.broken.Store(false)
+	WaitCaughtUp(t, ml, sl, 30*time.Second)
+	RequireIdentical(t, ml, sl.Log)
+	rs = syncSends(t, m, ml, 5, 1000, time.Second, 15)
+	checkByDeadline(t, "slave disk repaired", rs, time.Second, hawire.ReplOK)
 }
 
 // testSlowLink: a Data frame that takes longer than the housekeeping
