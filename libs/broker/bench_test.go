@@ -3,6 +3,7 @@ package broker
 import (
 	"context"
 	"net/netip"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -32,12 +33,39 @@ func storeAppendRate(b *testing.B) float64 {
 	return n / time.Since(start).Seconds()
 }
 
+// echoRate measures a bodyless-answer request with a 1 KiB body over one loopback connection
+// with conc concurrent callers: the remoting round-trip ceiling the sends run under.
+func echoRate(b *testing.B, conc int) float64 {
+	m := startBroker(b, testConfig(b))
+	m.srv.HandleFunc(9998, func(w remoting.ResponseWriter, req *remoting.Command) {
+		_ = w.Write(remoting.NewResponse(req, remoting.Success, ""))
+	})
+	c := newTestClient(b)
+	req := remoting.NewRequest(9998, sendExt("Bench", 0, "TAGS\x01a\x02"), make([]byte, 1024))
+	const n = 10000
+	var next atomic.Int64
+	var wg sync.WaitGroup
+	start := time.Now()
+	for g := 0; g < conc; g++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for next.Add(1) <= n {
+				_, _ = c.Invoke(context.Background(), m.Addr(), req)
+			}
+		}()
+	}
+	wg.Wait()
+	return n / time.Since(start).Seconds()
+}
+
 // BenchmarkSend: 1 KiB SEND_MESSAGE over loopback with 1 and 64 concurrent senders, ASYNC_MASTER
 // and SYNC_MASTER (one in-process slave), reported as msgs/s and as a ratio to the store-level
 // append rate measured in the same run.
 func BenchmarkSend(b *testing.B) {
 	base := storeAppendRate(b)
-	b.Logf("store-level append baseline: %.0f msgs/s", base)
+	echo := map[int]float64{1: echoRate(b, 1), 64: echoRate(b, 64)}
+	b.Logf("same-run baselines: store append %.0f msgs/s, remoting echo %.0f msgs/s (1 caller), %.0f msgs/s (64 callers)", base, echo[1], echo[64])
 	for _, mode := range []struct {
 		name string
 		sync bool
@@ -93,6 +121,7 @@ func BenchmarkSend(b *testing.B) {
 			require.Zero(b, bad.Load(), "failed sends")
 			b.ReportMetric(rate, "msgs/s")
 			b.ReportMetric(rate/base, "ratio_to_store")
+			b.ReportMetric(rate/echo[mode.conc], "ratio_to_echo")
 		})
 	}
 }
