@@ -1,7 +1,6 @@
 package hawire
 
 import (
-	"errors"
 	"fmt"
 	"time"
 )
@@ -308,6 +307,3 @@ func (s *SlaveState) Status(lv LogView, now time.Time) SlaveStatus {
 	}
 	return st
 }
-
-// IsFailed reports whether err is a stop condition.
-func IsFailed(err error) bool { return errors.Is(err, ErrFailed) }
