@@ -27,7 +27,7 @@ func ExampleMaster() {
 	if err := m.CanAccept(); err != nil {
 		return // strict mode: refuse before storing
 	}
-	deadline := m.Deadline() // fixed when the send arrives
+	deadline := m.Deadline()          // fixed when the send arrives
 	rec := hawiretest.Record(1024, 1) // a CommitLog record
 	off, _ := store.Append(rec)
 	switch <-m.WaitReplicated(off+int64(len(rec)), deadline) {
