@@ -1,0 +1,3 @@
+module github.com/rmqha/rmqha/services/metasync
+
+go 1.26
