@@ -51,7 +51,9 @@ modules() {
   sum=$(cat "$ROOT"/go.work "$ROOT"/*/*/go.sum "$ROOT"/*/go.sum 2>/dev/null | sha256sum | cut -c1-16)
   [ -f "$stamp" ] && [ "$(cat "$stamp")" = "$sum" ] && return 0
   log "downloading Go modules"
-  (cd "$ROOT" && for m in $(go list -m -f '{{.Dir}}' 2>/dev/null); do (cd "$m" && go mod download); done)
+  local mods
+  mods=$(cd "$ROOT" && go list -m -f '{{.Dir}}')
+  for m in $mods; do (cd "$m" && go mod download); done
   echo "$sum" > "$stamp"
 }
 

@@ -6,12 +6,13 @@ ROOT=$(cd "$(dirname "$0")/.." && pwd)
 cd "$ROOT"
 eval "$(scripts/deps.sh --env)"
 
+mods=$(go list -m -f '{{.Dir}}')   # fails the script if go.work is broken
 echo "== gofmt"
-unformatted=$(gofmt -l $(go list -m -f '{{.Dir}}'))
+unformatted=$(gofmt -l $mods)
 if [ -n "$unformatted" ]; then echo "gofmt: these files need formatting:"; echo "$unformatted"; exit 1; fi
 
 echo "== go vet"
-for m in $(go list -m -f '{{.Dir}}'); do (cd "$m" && go vet ./...); done
+for m in $mods; do (cd "$m" && go vet ./...); done
 
 echo "== build"
 export RMQHA_BIN_DIR=$ROOT/bin
@@ -19,5 +20,6 @@ scripts/build.sh "$RMQHA_BIN_DIR"
 
 echo "== go test"
 patterns=$(go list -m -f '{{.Path}}/...')
+[ -n "$patterns" ]
 # -p 2: this runs on 2 cores; packages that start processes size themselves for that.
 go test -count=1 -p 2 -timeout 30m ${GOTEST_FLAGS:-} $patterns
