@@ -13,6 +13,7 @@ import (
 	"github.com/apache/rocketmq-client-go/v2/primitive"
 	"github.com/apache/rocketmq-client-go/v2/producer"
 	"github.com/apache/rocketmq-client-go/v2/rlog"
+	"github.com/rmqha/rmqha/libs/remoting"
 	"github.com/stretchr/testify/require"
 )
 
@@ -32,7 +33,7 @@ func TestRealClient(t *testing.T) {
 		producer.WithNameServer([]string{ns.addr()}),
 		producer.WithGroupName("real-pg"),
 		producer.WithRetry(2),
-		producer.WithInstanceName("real-client-test"),
+		producer.WithInstanceName("real-client-test-"+strconv.FormatInt(time.Now().UnixNano(), 36)),
 	)
 	require.NoError(t, err)
 	require.NoError(t, p.Start())
@@ -93,7 +94,7 @@ func TestRealClient(t *testing.T) {
 		consumer.WithNameServer([]string{ns.addr()}),
 		consumer.WithGroupName("real-cg"),
 		consumer.WithConsumeFromWhere(consumer.ConsumeFromFirstOffset),
-		consumer.WithInstance("real-client-test"),
+		consumer.WithInstance("real-client-test-"+strconv.FormatInt(time.Now().UnixNano(), 36)),
 	)
 	require.NoError(t, err)
 	require.NoError(t, c.Subscribe(topic, consumer.MessageSelector{Type: consumer.TAG, Expression: "*"},
@@ -143,4 +144,108 @@ func TestRealClient(t *testing.T) {
 	require.Len(t, ids, 1)
 	_, ok = b.tables.Topics.Get("%RETRY%real-cg")
 	require.True(t, ok, "retry topic created on heartbeat")
+}
+
+// TestRealClientGroupSplitAndTags: two push consumers of one group split the queues (each
+// message consumed once overall, both consumers get some), and a second group subscribed to
+// one tag receives only that tag.
+func TestRealClientGroupSplitAndTags(t *testing.T) {
+	rlog.SetLogLevel("error")
+	ns := startNSStub(t)
+	cfg := testConfig(t)
+	cfg.NamesrvAddr = ns.addr()
+	b := startBroker(t, cfg)
+	c := newTestClient(t)
+	const topic = "SplitTopic"
+	resp := invoke(t, c, b.Addr(), remoting.UpdateAndCreateTopic, map[string]string{"topic": topic, "readQueueNums": "4", "writeQueueNums": "4", "perm": "6"}, nil)
+	require.Equal(t, remoting.Success, resp.Code)
+	require.Eventually(t, func() bool { return ns.hasTopic("broker-a", topic) }, 10*time.Second, 10*time.Millisecond)
+
+	// Client instances are process-wide in rocketmq-client-go: unique names per run.
+	run := strconv.FormatInt(time.Now().UnixNano(), 36)
+	var mu sync.Mutex
+	counts := map[string]int{}
+	per := map[string]int{}
+	oddOnly := map[string]int{}
+	start := func(group, instance, expr string, sink map[string]int) {
+		pc, err := rocketmq.NewPushConsumer(
+			consumer.WithNameServer([]string{ns.addr()}),
+			consumer.WithGroupName(group),
+			consumer.WithConsumeFromWhere(consumer.ConsumeFromFirstOffset),
+			consumer.WithInstance(instance+"-"+run),
+		)
+		require.NoError(t, err)
+		require.NoError(t, pc.Subscribe(topic, consumer.MessageSelector{Type: consumer.TAG, Expression: expr},
+			func(_ context.Context, msgs ...*primitive.MessageExt) (consumer.ConsumeResult, error) {
+				mu.Lock()
+				defer mu.Unlock()
+				for _, m := range msgs {
+					sink[string(m.Body)]++
+					if group == "split-cg" {
+						per[instance]++
+					}
+				}
+				return consumer.ConsumeSuccess, nil
+			}))
+		require.NoError(t, pc.Start())
+		t.Cleanup(func() { _ = pc.Shutdown() })
+	}
+	// Settle the group before any message exists, so no message is consumed under a stale
+	// assignment: the first member holds pulls on all four queues, then the second joins
+	// (the first is notified during the join) and holds pulls on its two.
+	start("split-cg", "split-1", "*", counts)
+	require.Eventually(t, func() bool { return len(heldByConn(b, "split-cg")) == 1 && sum(heldByConn(b, "split-cg")) == 4 }, 20*time.Second, 10*time.Millisecond)
+	start("split-cg", "split-2", "*", counts)
+	require.Eventually(t, func() bool { return len(heldByConn(b, "split-cg")) == 2 && sum(heldByConn(b, "split-cg")) >= 6 }, 20*time.Second, 10*time.Millisecond)
+	start("odd-cg", "odd-1", "odd", oddOnly)
+	require.Eventually(t, func() bool { return sum(heldByConn(b, "odd-cg")) == 4 }, 20*time.Second, 10*time.Millisecond)
+
+	const n = 40
+	for i := 0; i < n; i++ {
+		tag := "even"
+		if i%2 == 1 {
+			tag = "odd"
+		}
+		require.Equal(t, remoting.Success, send(t, c, b.Addr(), topic, i%4, tag, "m"+strconv.Itoa(i)).Code)
+	}
+	require.Eventually(t, func() bool {
+		mu.Lock()
+		defer mu.Unlock()
+		return len(counts) == n && len(oddOnly) == n/2
+	}, 40*time.Second, 20*time.Millisecond)
+	// Both members of the group are registered; the queues were split between them.
+	require.Eventually(t, func() bool { ids, _ := b.clients.consumerIDs("split-cg"); return len(ids) == 2 }, 10*time.Second, 10*time.Millisecond)
+	mu.Lock()
+	defer mu.Unlock()
+	for body, k := range counts {
+		require.Equal(t, 1, k, "duplicate of %s", body)
+	}
+	for body := range oddOnly {
+		i, _ := strconv.Atoi(strings.TrimPrefix(body, "m"))
+		require.Equal(t, 1, i%2, "tag filter let %s through", body)
+	}
+	require.Len(t, per, 2, "both members consumed: %v", per)
+}
+
+// heldByConn counts the pulls of group held by long polling, per connection.
+func heldByConn(b *Broker, group string) map[uint64]int {
+	b.holds.mu.Lock()
+	defer b.holds.mu.Unlock()
+	out := map[uint64]int{}
+	for _, list := range b.holds.held {
+		for _, pr := range list {
+			if pr.group == group && pr.w.Conn() != nil {
+				out[pr.w.Conn().ID()]++
+			}
+		}
+	}
+	return out
+}
+
+func sum(m map[uint64]int) int {
+	n := 0
+	for _, v := range m {
+		n += v
+	}
+	return n
 }
