@@ -259,7 +259,10 @@ func (b *Broker) start() error {
 	}
 
 	// Request handling.
-	b.clients = newClientRegistry(b)
+	b.clients, err = newClientRegistry(b)
+	if err != nil {
+		return err
+	}
 	b.holds = newHoldService(b)
 	b.pipe = newSendPipeline(b)
 	b.store.OnDispatch(b.holds.notify)

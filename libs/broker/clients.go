@@ -1,124 +1,36 @@
 package broker
 
 import (
-	"encoding/json"
-	"sort"
-	"strings"
 	"sync"
 	"time"
 
+	"github.com/rmqha/rmqha/libs/broker/clients"
 	"github.com/rmqha/rmqha/libs/broker/meta"
 	"github.com/rmqha/rmqha/libs/broker/route"
-	"github.com/rmqha/rmqha/libs/commitlog"
 	"github.com/rmqha/rmqha/libs/remoting"
 	"github.com/sirupsen/logrus"
 )
 
-// heartbeatData is the HEART_BEAT body. codeSet is not read: the broker computes tag codes
-// itself with Java's String.hashCode (the Go client hashes UTF-8 bytes, which differs for
-// non-ASCII tags), and Java sends numbers where Go sends strings.
-type heartbeatData struct {
-	ClientID        string `json:"clientID"`
-	ProducerDataSet []struct {
-		GroupName string `json:"groupName"`
-	} `json:"producerDataSet"`
-	ConsumerDataSet []struct {
-		GroupName           string `json:"groupName"`
-		ConsumeType         string `json:"consumeType"`
-		MessageModel        string `json:"messageModel"`
-		ConsumeFromWhere    string `json:"consumeFromWhere"`
-		UnitMode            bool   `json:"unitMode"`
-		SubscriptionDataSet []struct {
-			Topic          string          `json:"topic"`
-			SubString      string          `json:"subString"`
-			TagsSet        []string        `json:"tagsSet"`
-			SubVersion     json.RawMessage `json:"subVersion"`
-			ExpressionType string          `json:"expressionType"`
-		} `json:"subscriptionDataSet"`
-	} `json:"consumerDataSet"`
-}
-
-// subscription is a consumer group's filter on one topic.
-type subscription struct {
-	Topic   string   `json:"topic"`
-	Expr    string   `json:"subString"`
-	Tags    []string `json:"tagsSet"`
-	all     bool
-	codes   map[int32]struct{}
-	exprTyp string
-}
-
-// newSubscription builds a TAG subscription from an expression ("*", "a || b") and, when
-// given, the client's tag list.
-func newSubscription(topic, expr string, tags []string, exprType string) *subscription {
-	s := &subscription{Topic: topic, Expr: expr, exprTyp: exprType, codes: map[int32]struct{}{}}
-	e := strings.TrimSpace(expr)
-	if e == "" || e == "*" {
-		s.all = true
-		s.Tags = []string{}
-		return s
-	}
-	if len(tags) == 0 {
-		for _, t := range strings.Split(e, "||") {
-			if t = strings.TrimSpace(t); t != "" {
-				tags = append(tags, t)
-			}
-		}
-	}
-	s.Tags = tags
-	for _, t := range tags {
-		s.codes[commitlog.JavaStringHash(t)] = struct{}{}
-	}
-	if len(s.codes) == 0 {
-		s.all = true
-	}
-	return s
-}
-
-// match is the consume-queue filter: tags codes are compared as Java ints. Collisions pass and
-// are removed by the client's exact tag check.
-func (s *subscription) match(tagsCode int64) bool {
-	if s == nil || s.all {
-		return true
-	}
-	_, ok := s.codes[int32(tagsCode)]
-	return ok
-}
-
-type clientChannel struct {
-	conn     *remoting.ServerConn
-	clientID string
-	lastSeen time.Time
-}
-
-type consumerGroup struct {
-	members          map[uint64]*clientChannel // by connection id
-	subs             map[string]*subscription  // by topic
-	consumeType      string
-	messageModel     string
-	consumeFromWhere string
-}
-
-// clientRegistry keeps the producers and consumers that heartbeat this broker (slaves
-// included: pulls on a slave need the subscriptions too). A closed connection unregisters its
-// clients at once; silent ones expire after Config.ClientExpiry.
+// clientRegistry drives the heartbeat registry of package clients for this broker (slaves
+// included: pulls on a slave need the subscriptions too): it feeds it heartbeats, closed
+// connections (the Go client never sends UNREGISTER_CLIENT) and expiry ticks, and pushes
+// NOTIFY_CONSUMER_IDS_CHANGED to a group's members whenever its membership changes.
 type clientRegistry struct {
-	b         *Broker
-	log       logrus.FieldLogger
-	mu        sync.Mutex
-	consumers map[string]*consumerGroup
-	producers map[string]map[uint64]*clientChannel
-	done      chan struct{}
-	wg        sync.WaitGroup
+	b    *Broker
+	log  logrus.FieldLogger
+	reg  *clients.Registry
+	done chan struct{}
+	wg   sync.WaitGroup
 }
 
-func newClientRegistry(b *Broker) *clientRegistry {
-	return &clientRegistry{
-		b: b, log: b.log.WithField("component", "clients"),
-		consumers: map[string]*consumerGroup{},
-		producers: map[string]map[uint64]*clientChannel{},
-		done:      make(chan struct{}),
+func newClientRegistry(b *Broker) (*clientRegistry, error) {
+	cfg := clients.DefaultConfig()
+	cfg.Logger = b.log.WithField("component", "clients")
+	reg, err := clients.NewRegistry(cfg)
+	if err != nil {
+		return nil, err
 	}
+	return &clientRegistry{b: b, log: cfg.Logger, reg: reg, done: make(chan struct{})}, nil
 }
 
 func (r *clientRegistry) start() {
@@ -147,109 +59,18 @@ func (r *clientRegistry) stop() {
 	r.wg.Wait()
 }
 
-// registerConsumer records one consumer group entry of a heartbeat; it reports whether the
-// group's membership changed.
-func (r *clientRegistry) registerConsumer(conn *remoting.ServerConn, clientID, group string, cg *consumerGroup, now time.Time) bool {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	g := r.consumers[group]
-	if g == nil {
-		g = &consumerGroup{members: map[uint64]*clientChannel{}, subs: map[string]*subscription{}}
-		r.consumers[group] = g
-	}
-	g.consumeType, g.messageModel, g.consumeFromWhere = cg.consumeType, cg.messageModel, cg.consumeFromWhere
-	for t, s := range cg.subs {
-		g.subs[t] = s
-	}
-	changed := false
-	if c, ok := g.members[conn.ID()]; ok {
-		if c.clientID != clientID {
-			c.clientID = clientID
-			changed = true
-		}
-		c.lastSeen = now
-	} else {
-		g.members[conn.ID()] = &clientChannel{conn: conn, clientID: clientID, lastSeen: now}
-		changed = true
-	}
-	return changed
-}
-
-func (r *clientRegistry) registerProducer(conn *remoting.ServerConn, clientID, group string, now time.Time) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	g := r.producers[group]
-	if g == nil {
-		g = map[uint64]*clientChannel{}
-		r.producers[group] = g
-	}
-	if c, ok := g[conn.ID()]; ok {
-		c.lastSeen = now
-		c.clientID = clientID
-		return
-	}
-	g[conn.ID()] = &clientChannel{conn: conn, clientID: clientID, lastSeen: now}
-}
-
-// removeWhere drops every channel matching keep==false and returns the consumer groups whose
-// membership changed.
-func (r *clientRegistry) removeWhere(drop func(group string, c *clientChannel) bool) []string {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	var changed []string
-	for group, g := range r.consumers {
-		n := len(g.members)
-		for id, c := range g.members {
-			if drop(group, c) {
-				delete(g.members, id)
-			}
-		}
-		if len(g.members) != n {
-			changed = append(changed, group)
-		}
-		if len(g.members) == 0 {
-			delete(r.consumers, group)
-		}
-	}
-	for group, g := range r.producers {
-		for id, c := range g {
-			if drop(group, c) {
-				delete(g, id)
-			}
-		}
-		if len(g) == 0 {
-			delete(r.producers, group)
-		}
-	}
-	return changed
-}
-
-// connClosed unregisters the clients of a closed connection (the Go client never sends
-// UNREGISTER_CLIENT).
+// connClosed unregisters the clients of a closed connection.
 func (r *clientRegistry) connClosed(conn *remoting.ServerConn) {
-	id := conn.ID()
-	changed := r.removeWhere(func(_ string, c *clientChannel) bool { return c.conn.ID() == id })
-	for _, g := range changed {
+	for _, g := range r.reg.UnregisterConn(conn) {
 		r.log.WithFields(logrus.Fields{"group": g, "peer": conn.RemoteAddr()}).Info("consumer left (connection closed)")
 		r.notify(g)
 	}
 }
 
+// expire drops clients silent for longer than Config.ClientExpiry.
 func (r *clientRegistry) expire(now time.Time) {
-	limit := r.b.cfg.ClientExpiry
-	var stale []*remoting.ServerConn
-	changed := r.removeWhere(func(_ string, c *clientChannel) bool {
-		if now.Sub(c.lastSeen) > limit {
-			stale = append(stale, c.conn)
-			return true
-		}
-		return false
-	})
-	for _, c := range stale {
-		r.log.WithField("peer", c.RemoteAddr()).Info("client expired: no heartbeat")
-		_ = c.Close()
-	}
-	for _, g := range changed {
+	for _, g := range r.reg.Expire(now, r.b.cfg.ClientExpiry) {
+		r.log.WithField("group", g).Info("consumer expired: no heartbeat")
 		r.notify(g)
 	}
 }
@@ -259,15 +80,11 @@ func (r *clientRegistry) notify(group string) {
 	if gc, ok := r.b.tables.Groups.Get(group); ok && !gc.NotifyConsumerIdsChangedEnable {
 		return
 	}
-	r.mu.Lock()
-	var conns []*remoting.ServerConn
-	if g := r.consumers[group]; g != nil {
-		for _, c := range g.members {
-			conns = append(conns, c.conn)
+	for _, m := range r.reg.Consumers(group) {
+		c, ok := m.Conn.(*remoting.ServerConn)
+		if !ok || c == nil {
+			continue
 		}
-	}
-	r.mu.Unlock()
-	for _, c := range conns {
 		req := remoting.NewRequest(remoting.NotifyConsumerIdsChanged, map[string]string{"consumerGroup": group}, nil)
 		if err := c.SendOneway(req); err != nil {
 			r.log.WithError(err).WithField("peer", c.RemoteAddr()).Debug("notify consumer ids changed failed")
@@ -275,112 +92,106 @@ func (r *clientRegistry) notify(group string) {
 	}
 }
 
-// consumerIDs lists the client ids of a group, sorted and deduplicated.
+// consumerIDs lists the client ids of a group; ok is false for an unknown group.
 func (r *clientRegistry) consumerIDs(group string) ([]string, bool) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	g := r.consumers[group]
-	if g == nil {
-		return nil, false
-	}
-	seen := map[string]bool{}
-	var ids []string
-	for _, c := range g.members {
-		if !seen[c.clientID] {
-			seen[c.clientID] = true
-			ids = append(ids, c.clientID)
-		}
-	}
-	sort.Strings(ids)
-	return ids, true
+	ids := r.reg.ConsumerIDs(group)
+	return ids, ids != nil
 }
 
-// findSubscription returns group's subscription to topic.
-func (r *clientRegistry) findSubscription(group, topic string) (*subscription, bool, bool) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	g := r.consumers[group]
-	if g == nil {
+// findSubscription returns group's subscription to topic, whether the group is known, and
+// whether it subscribes to topic.
+func (r *clientRegistry) findSubscription(group, topic string) (*clients.SubscriptionData, bool, bool) {
+	if _, ok := r.reg.ConsumerGroup(group); !ok {
 		return nil, false, false
 	}
-	s, ok := g.subs[topic]
-	return s, true, ok
+	s, ok := r.reg.Subscription(group, topic)
+	if !ok {
+		return nil, true, false
+	}
+	return &s, true, true
 }
 
-// counts returns the number of consumer and producer channels.
+// counts returns the number of consumer and producer members.
 func (r *clientRegistry) counts() (consumers, producers int) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	for _, g := range r.consumers {
-		consumers += len(g.members)
+	for _, g := range r.reg.ConsumerGroups() {
+		consumers += len(r.reg.Consumers(g))
 	}
-	for _, g := range r.producers {
-		producers += len(g)
+	for _, g := range r.reg.ProducerGroups() {
+		producers += len(r.reg.Producers(g))
 	}
 	return
 }
 
+// handleHeartbeat registers the client's producer and consumer groups. For every consumer
+// group it finds or creates the subscription group and the retry topic %RETRY%group (and
+// registers a new one with the name servers), as RocketMQ does. The response carries the
+// broker's version, which the Go client requires for TAG subscriptions.
 func (b *Broker) handleHeartbeat(w remoting.ResponseWriter, req *remoting.Command) {
-	var hb heartbeatData
-	if err := json.Unmarshal(req.Body, &hb); err != nil {
-		b.reply(w, req, remoting.SystemError, "heartbeat body is not valid JSON: "+err.Error())
+	hb, err := clients.DecodeHeartbeat(req.Body)
+	if err != nil {
+		b.reply(w, req, remoting.SystemError, err.Error())
 		return
 	}
-	now := b.now()
-	conn := w.Conn()
 	for _, cd := range hb.ConsumerDataSet {
-		if cd.GroupName == "" {
-			continue
-		}
 		gc, _, err := b.tables.Groups.FindOrCreate(cd.GroupName)
 		if err != nil && gc.GroupName == "" {
 			b.reply(w, req, remoting.SubscriptionGroupNotExist, "subscription group "+cd.GroupName+" does not exist: "+err.Error())
 			return
 		}
-		if !cd.UnitMode {
-			_, created, err := b.tables.Topics.CreateRetryTopic(cd.GroupName, max(gc.RetryQueueNums, 1))
-			if err != nil && !created {
-				b.log.WithError(err).WithField("group", cd.GroupName).Warn("creating retry topic failed")
-			}
-			if created {
-				b.triggerRegister()
-			}
+		if cd.UnitMode {
+			continue
 		}
-		cg := &consumerGroup{
-			subs:        map[string]*subscription{},
-			consumeType: cd.ConsumeType, messageModel: cd.MessageModel, consumeFromWhere: cd.ConsumeFromWhere,
+		_, created, err := b.tables.Topics.CreateRetryTopic(cd.GroupName, max(gc.RetryQueueNums, 1))
+		if err != nil && !created {
+			b.log.WithError(err).WithField("group", cd.GroupName).Warn("creating retry topic failed")
 		}
-		for _, sd := range cd.SubscriptionDataSet {
-			cg.subs[sd.Topic] = newSubscription(sd.Topic, sd.SubString, sd.TagsSet, sd.ExpressionType)
-		}
-		if conn != nil && b.clients.registerConsumer(conn, hb.ClientID, cd.GroupName, cg, now) {
-			b.log.WithFields(logrus.Fields{"group": cd.GroupName, "client": hb.ClientID}).Info("consumer joined")
-			b.clients.notify(cd.GroupName)
+		if created {
+			b.triggerRegister()
 		}
 	}
-	for _, pd := range hb.ProducerDataSet {
-		if pd.GroupName != "" && conn != nil {
-			b.clients.registerProducer(conn, hb.ClientID, pd.GroupName, now)
-		}
+	var conn any
+	if c := w.Conn(); c != nil {
+		conn = c
 	}
-	b.replyOK(w, req, nil)
-}
-
-func (b *Broker) handleUnregisterClient(w remoting.ResponseWriter, req *remoting.Command) {
-	clientID := req.Ext("clientID")
-	pg, cgName := req.Ext("producerGroup"), req.Ext("consumerGroup")
-	changed := b.clients.removeWhere(func(group string, c *clientChannel) bool {
-		if c.clientID != clientID {
-			return false
-		}
-		return group == pg || group == cgName
-	})
-	for _, g := range changed {
+	res, err := b.clients.reg.Register(hb, conn, b.now())
+	if err != nil {
+		b.reply(w, req, remoting.SubscriptionParseFailed, err.Error())
+		return
+	}
+	for _, g := range res.MembershipChanged {
+		b.log.WithFields(logrus.Fields{"group": g, "client": hb.ClientID}).Info("consumer joined")
 		b.clients.notify(g)
 	}
 	b.replyOK(w, req, nil)
 }
 
+// handleUnregisterClient removes the client's connection from the registry (Java clients send
+// it on shutdown; the Go client never does).
+func (b *Broker) handleUnregisterClient(w remoting.ResponseWriter, req *remoting.Command) {
+	clientID := req.Ext("clientID")
+	var conns []any
+	for _, g := range []string{req.Ext("consumerGroup")} {
+		for _, m := range b.clients.reg.Consumers(g) {
+			if m.ClientID == clientID {
+				conns = append(conns, m.Conn)
+			}
+		}
+	}
+	for _, m := range b.clients.reg.Producers(req.Ext("producerGroup")) {
+		if m.ClientID == clientID {
+			conns = append(conns, m.Conn)
+		}
+	}
+	for _, c := range conns {
+		for _, g := range b.clients.reg.UnregisterConn(c) {
+			b.clients.notify(g)
+		}
+	}
+	b.replyOK(w, req, nil)
+}
+
+// handleGetConsumerList answers {"consumerIdList":[...]}; an unknown group gets SYSTEM_ERROR
+// without a body, as from Java (the Go client then sees an empty list).
 func (b *Broker) handleGetConsumerList(w remoting.ResponseWriter, req *remoting.Command) {
 	group := req.Ext("consumerGroup")
 	ids, ok := b.clients.consumerIDs(group)

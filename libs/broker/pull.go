@@ -7,6 +7,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/rmqha/rmqha/libs/broker/clients"
 	"github.com/rmqha/rmqha/libs/broker/route"
 	"github.com/rmqha/rmqha/libs/commitlog"
 	"github.com/rmqha/rmqha/libs/remoting"
@@ -37,7 +38,7 @@ type pullRequest struct {
 	sysFlag      int32
 	commitOffset int64
 	suspend      time.Duration
-	sub          *subscription
+	sub          *clients.SubscriptionData
 	deadline     time.Time
 }
 
@@ -128,7 +129,12 @@ func (b *Broker) handlePull(w remoting.ResponseWriter, req *remoting.Command) {
 			b.reply(w, req, remoting.SubscriptionParseFailed, "only TAG expressions are supported, got "+et)
 			return
 		}
-		pr.sub = newSubscription(pr.topic, req.Ext("subscription"), nil, "TAG")
+		sub, err := clients.BuildSubscription(pr.topic, req.Ext("subscription"))
+		if err != nil {
+			b.reply(w, req, remoting.SubscriptionParseFailed, "subscription "+strconv.Quote(req.Ext("subscription"))+": "+err.Error())
+			return
+		}
+		pr.sub = sub
 	} else {
 		s, groupKnown, found := b.clients.findSubscription(pr.group, pr.topic)
 		if !groupKnown {
@@ -151,7 +157,7 @@ func (b *Broker) handlePull(w remoting.ResponseWriter, req *remoting.Command) {
 // executePull reads the queue and answers, or, when nothing is there yet and holding is
 // allowed, parks the request with the long-polling service.
 func (b *Broker) executePull(pr *pullRequest, allowHold bool) {
-	res := b.store.GetMessages(pr.topic, pr.queueID, pr.offset, pr.maxMsgs, maxPullBytes, pr.sub.match)
+	res := b.store.GetMessages(pr.topic, pr.queueID, pr.offset, pr.maxMsgs, maxPullBytes, pr.sub.MatchTagsCode)
 	code, next, notYet := b.mapPullStatus(pr, &res)
 	if allowHold && (code == remoting.PullNotFound || notYet) {
 		hold := min(pr.suspend, b.cfg.BrokerSuspendMaxTime)
