@@ -7,19 +7,24 @@ cd "$ROOT"
 eval "$(scripts/deps.sh --env)"
 
 mods=$(go list -m -f '{{.Dir}}')   # fails the script if go.work is broken
+# Modules that hold Go packages (a freshly created module may have none yet).
+pkgmods=""
+for m in $mods; do
+  if [ -n "$(find "$m" -name '*.go' -not -path '*/testdata/*' | head -1)" ]; then pkgmods="$pkgmods $m"; fi
+done
 echo "== gofmt"
 unformatted=$(gofmt -l $mods)
 if [ -n "$unformatted" ]; then echo "gofmt: these files need formatting:"; echo "$unformatted"; exit 1; fi
 
 echo "== go vet"
-for m in $mods; do (cd "$m" && go vet ./...); done
+for m in $pkgmods; do (cd "$m" && go vet ./...); done
 
 echo "== build"
 export RMQHA_BIN_DIR=$ROOT/bin
 scripts/build.sh "$RMQHA_BIN_DIR"
 
 echo "== go test"
-patterns=$(go list -m -f '{{.Path}}/...')
+patterns=$(for m in $pkgmods; do (cd "$m" && echo "$(go list -m)/..."); done)
 [ -n "$patterns" ]
 # -p 2: this runs on 2 cores; packages that start processes size themselves for that.
 go test -count=1 -p 2 -timeout 30m ${GOTEST_FLAGS:-} $patterns
