@@ -24,7 +24,7 @@ export RMQHA_BIN_DIR=$ROOT/bin
 scripts/build.sh "$RMQHA_BIN_DIR"
 
 echo "== go test"
-patterns=$(for m in $pkgmods; do (cd "$m" && echo "$(go list -m)/..."); done)
+patterns=$(for m in $pkgmods; do echo "$(awk '/^module /{print $2; exit}' "$m/go.mod")/..."; done)
 [ -n "$patterns" ]
 # -p 2: this runs on 2 cores; packages that start processes size themselves for that.
 go test -count=1 -p 2 -timeout 30m ${GOTEST_FLAGS:-} $patterns
