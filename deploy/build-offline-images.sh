@@ -1,0 +1,60 @@
+#!/usr/bin/env bash
+# Builds every image of the compose group on a machine that cannot pull images, FROM scratch,
+# from local static binaries:
+#   rmqha/namesrv, rmqha/master, rmqha/slave, rmqha/metasync   from scripts/build.sh's output
+#   rmqha/consul, rmqha/nats                                   from scripts/deps.sh's binaries
+# each with the static /bin/healthcheck probe. deploy/docker-compose.offline.yml uses them.
+#
+# Usage: deploy/build-offline-images.sh [BIN_DIR]
+#   BIN_DIR   folder with the service binaries (default: $RMQHA_BIN_DIR, else bin/); they are
+#             built there with scripts/build.sh when namesrv, master, slave or healthcheck is
+#             missing. metasync is packed when its binary is there, skipped with a line otherwise.
+#   RMQHA_OFFLINE_TAG   image tag (default offline)
+#   RMQHA_CONSUL_BIN, RMQHA_NATS_SERVER_BIN   the Consul and nats-server binaries (default: what
+#             scripts/deps.sh --env reports, installing them if needed)
+set -euo pipefail
+ROOT=$(cd "$(dirname "$0")/.." && pwd)
+BIN=${1:-${RMQHA_BIN_DIR:-$ROOT/bin}}
+case "$BIN" in /*) ;; *) BIN=$PWD/$BIN ;; esac
+TAG=${RMQHA_OFFLINE_TAG:-offline}
+log() { echo "build-offline-images: $*" >&2; }
+
+for s in namesrv master slave healthcheck; do
+  if [ ! -x "$BIN/$s" ]; then
+    log "building the binaries into $BIN"
+    "$ROOT/scripts/build.sh" "$BIN"
+    break
+  fi
+done
+if [ -z "${RMQHA_CONSUL_BIN:-}" ] || [ -z "${RMQHA_NATS_SERVER_BIN:-}" ]; then
+  eval "$("$ROOT/scripts/deps.sh" --env)"
+fi
+
+# The classic builder sends the whole context: give each image a folder with only its files.
+CTX=$(mktemp -d)
+trap 'rm -rf "$CTX"' EXIT
+
+image() { # image NAME DOCKERFILE TARGET FILE...
+  local name=$1 dockerfile=$2 target=$3 dir=$CTX/$1 f
+  shift 3
+  mkdir -p "$dir"
+  for f in "$@"; do
+    # Hard links are cheap; copy when the cache is on another file system.
+    ln "$f" "$dir/" 2>/dev/null || cp "$f" "$dir/"
+  done
+  local args=(-f "$ROOT/deploy/$dockerfile" -t "rmqha/$name:$TAG" -q)
+  [ -n "$target" ] && args+=(--target "$target")
+  log "rmqha/$name:$TAG"
+  docker build "${args[@]}" "$dir" >/dev/null
+}
+
+image namesrv namesrv/Dockerfile prebuilt "$BIN/namesrv" "$BIN/healthcheck" "$ROOT/deploy/conf/namesrv.conf"
+image master master/Dockerfile prebuilt "$BIN/master" "$BIN/healthcheck" "$ROOT/deploy/conf/broker.conf"
+image slave slave/Dockerfile prebuilt "$BIN/slave" "$BIN/healthcheck" "$ROOT/deploy/conf/broker.conf"
+if [ -x "$BIN/metasync" ]; then
+  image metasync metasync/Dockerfile prebuilt "$BIN/metasync" "$BIN/healthcheck" "$ROOT/deploy/conf/metasync.conf"
+else
+  log "skipped rmqha/metasync:$TAG (no $BIN/metasync)"
+fi
+image consul consul/Dockerfile "" "$RMQHA_CONSUL_BIN" "$BIN/healthcheck"
+image nats nats/Dockerfile "" "$RMQHA_NATS_SERVER_BIN" "$BIN/healthcheck"
