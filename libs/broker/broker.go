@@ -193,6 +193,9 @@ func (b *Broker) start() error {
 	scfg.StoreHost = b.storeHost
 	scfg.Logger = b.log.WithField("component", "store")
 	scfg.Now = b.now
+	if cfg.StoreFS != nil {
+		scfg.FS = cfg.StoreFS
+	}
 	b.store, err = commitlog.Open(scfg)
 	if err != nil {
 		return fmt.Errorf("broker: open store in %s: %w", cfg.StorePathRootDir, err)

@@ -7,6 +7,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/rmqha/rmqha/libs/commitlog/vfs"
 )
 
 // Broker roles (brokerRole).
@@ -119,6 +121,9 @@ type Config struct {
 	OffsetPersistInterval time.Duration
 	// Now is the clock. Default time.Now. Not a property.
 	Now func() time.Time
+	// StoreFS is the CommitLog store's file system; nil means the operating system's. Tests use
+	// it to simulate slow or failing disks. Not a property.
+	StoreFS vfs.FS
 }
 
 // DefaultConfig returns the production defaults.

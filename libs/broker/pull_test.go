@@ -170,8 +170,27 @@ func TestOffsetsAndQueries(t *testing.T) {
 	resp = invoke(t, c, b.Addr(), remoting.ViewMessageByID, map[string]string{"offset": "99999999"}, nil)
 	require.NotEqual(t, remoting.Success, resp.Code)
 
-	resp = invoke(t, c, b.Addr(), remoting.GetMaxOffset, map[string]string{"topic": "O"}, nil)
-	require.Equal(t, remoting.SystemError, resp.Code)
+	// Error paths.
+	for _, bad := range []struct {
+		code int16
+		ext  map[string]string
+	}{
+		{remoting.GetMaxOffset, map[string]string{"topic": "O"}},
+		{remoting.GetMinOffset, map[string]string{"queueId": "0"}},
+		{remoting.GetEarliestMsgStoretime, map[string]string{"topic": "Nothing", "queueId": "0"}},
+		{remoting.SearchOffsetByTimestamp, map[string]string{"topic": "O", "queueId": "2"}},
+		{remoting.QueryConsumerOffset, map[string]string{"topic": "O", "queueId": "2"}},
+		{remoting.UpdateConsumerOffset, map[string]string{"topic": "O", "queueId": "2", "consumerGroup": "g", "commitOffset": "x"}},
+		{remoting.ViewMessageByID, map[string]string{}},
+	} {
+		resp = invoke(t, c, b.Addr(), bad.code, bad.ext, nil)
+		require.Equal(t, remoting.SystemError, resp.Code, "%s %v", remoting.RequestName(bad.code), bad.ext)
+	}
+	// A group without an offset on a queue whose head was deleted: QUERY_NOT_FOUND is left to
+	// the client's consumeFromWhere; here the queue is young, so 0.
+	resp = invoke(t, c, b.Addr(), remoting.QueryConsumerOffset, map[string]string{"topic": "O", "queueId": "2", "consumerGroup": "other"}, nil)
+	require.Equal(t, remoting.Success, resp.Code)
+	require.Equal(t, "0", resp.Ext("offset"))
 
 	// Offsets survive a restart (persisted on shutdown).
 	cfg := b.cfg

@@ -2,10 +2,12 @@ package broker
 
 import (
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/rmqha/rmqha/libs/commitlog"
+	"github.com/rmqha/rmqha/libs/commitlog/vfs"
 	"github.com/rmqha/rmqha/libs/remoting"
 	"github.com/stretchr/testify/require"
 )
@@ -159,4 +161,37 @@ func TestConfigValidate(t *testing.T) {
 	cfg = DefaultConfig()
 	cfg.NamesrvAddr = "127.0.0.1:9876; 127.0.0.2:9876"
 	require.Equal(t, []string{"127.0.0.1:9876", "127.0.0.2:9876"}, cfg.NamesrvAddrs())
+}
+
+func TestSyncFlush(t *testing.T) {
+	cfg := testConfig(t)
+	cfg.FlushDiskType = FlushSync
+	cfg.SyncFlushTimeout = 300 * time.Millisecond
+	var stall atomic.Bool
+	release := make(chan struct{})
+	cfg.StoreFS = vfs.NewErrorFS(vfs.Default, vfs.InjectorFunc(func(op vfs.Op, path string) error {
+		if op == vfs.OpSync && stall.Load() && strings.Contains(path, "commitlog") {
+			<-release
+		}
+		return nil
+	}))
+	b := startBroker(t, cfg)
+	c := newTestClient(t)
+	resp := send(t, c, b.Addr(), "SF", 0, "", "durable")
+	require.Equal(t, remoting.Success, resp.Code, resp.Remark)
+	require.Equal(t, "true", resp.Ext("flushed"))
+	require.GreaterOrEqual(t, b.store.FlushedOffset(), int64(1))
+
+	// The disk stalls: the send is stored but not fsynced in time.
+	stall.Store(true)
+	resp = send(t, c, b.Addr(), "SF", 0, "", "stalled")
+	require.Equal(t, remoting.FlushDiskTimeout, resp.Code, resp.Remark)
+	require.Equal(t, "false", resp.Ext("flushed"))
+	require.Equal(t, "true", resp.Ext("stored"))
+	stall.Store(false)
+	close(release)
+
+	// WAIT=false does not wait for the disk.
+	resp = invoke(t, c, b.Addr(), remoting.SendMessage, sendExt("SF", 0, props("WAIT", "false")), []byte("nowait"))
+	require.Equal(t, remoting.Success, resp.Code, resp.Remark)
 }
