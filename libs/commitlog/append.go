@@ -11,11 +11,17 @@ func (s *Store) validate(m *Message) error {
 	if err := ValidateTopic(m.Topic); err != nil {
 		return err
 	}
+	if m.QueueID < 0 {
+		return fmt.Errorf("%w: %d", ErrQueueIDInvalid, m.QueueID)
+	}
 	if len(m.Body) > s.cfg.MaxMessageSize {
 		return fmt.Errorf("%w: body %d bytes, max %d", ErrMessageTooLarge, len(m.Body), s.cfg.MaxMessageSize)
 	}
 	if len(m.Properties) > MaxPropertiesLength {
 		return fmt.Errorf("%w: %d bytes", ErrPropertiesTooLarge, len(m.Properties))
+	}
+	if !validProps([]byte(m.Properties)) {
+		return ErrPropertiesInvalid
 	}
 	return nil
 }

@@ -71,6 +71,10 @@ type Config struct {
 	// RecoveryFullScan makes crash recovery validate every segment instead of
 	// starting at the segment holding the last checkpoint. Default false.
 	RecoveryFullScan bool
+	// RecoveryCheckSegments is how many of the newest segments are validated
+	// record by record even after a clean shutdown (bit rot, damaged tails).
+	// Default 1.
+	RecoveryCheckSegments int
 	// StoreHost is written into STOREHOST and offset message ids (brokerIP1:listenPort).
 	StoreHost netip.AddrPort
 	// TagsCode computes a message's consume-queue tags code; nil means Java
@@ -98,6 +102,7 @@ func DefaultConfig() Config {
 		DiskMaxUsedSpaceRatio: 75,
 		CleanInterval:         10 * time.Second,
 		CheckpointInterval:    time.Second,
+		RecoveryCheckSegments: 1,
 		StoreHost:             netip.AddrPortFrom(netip.AddrFrom4([4]byte{127, 0, 0, 1}), 10911),
 		FS:                    vfs.Default,
 		Logger:                discardLogger(),
@@ -141,6 +146,8 @@ func (c Config) Validate() error {
 		return bad("CleanInterval", "must be positive", c.CleanInterval)
 	case c.CheckpointInterval <= 0:
 		return bad("CheckpointInterval", "must be positive", c.CheckpointInterval)
+	case c.RecoveryCheckSegments < 0:
+		return bad("RecoveryCheckSegments", "must not be negative", c.RecoveryCheckSegments)
 	case c.FS == nil:
 		return bad("FS", "must be set", nil)
 	case c.Logger == nil:

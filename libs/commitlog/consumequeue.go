@@ -172,14 +172,18 @@ func (s *Store) cqPut(cq *consumeQueue, q0 int64, units []byte) error {
 		}
 	}
 	if q0 > cq.max {
-		if cq.max == cq.min {
-			cq.min, cq.max = q0, q0
-			if len(cq.files) > 0 && cq.fileForLocked(q0) == nil {
-				s.cqDropFilesLocked(cq, 0)
+		if cq.max == cq.min || q0-cq.max > cq.per {
+			if cq.max != cq.min {
+				// Records do not skip queue offsets; a large jump means the
+				// queue was rebuilt elsewhere. Start it again at q0.
+				s.log.WithField("topic", cq.topic).WithField("queue", cq.qid).WithField("from", cq.max).WithField("to", q0).Error("consume queue restarted at a far queue offset")
 			}
+			s.cqDropFilesLocked(cq, 0)
+			cq.min, cq.max = q0, q0
 		} else {
+			// A small gap is filled with blank (zero) units: files extend
+			// with zeros when written past their end.
 			s.log.WithField("topic", cq.topic).WithField("queue", cq.qid).WithField("from", cq.max).WithField("to", q0).Warn("gap in consume queue filled with blank units")
-			// Blank units are zeros; files extend with zeros when written past their end.
 		}
 	}
 	for p := 0; p < len(units); {
@@ -314,13 +318,17 @@ func (s *Store) getOrCreateCQ(topic []byte, qid int32) *consumeQueue {
 	return cq
 }
 
-// loadCQ opens the files of one queue and finds its bounds: the tail drops
-// partial and zero units; the head skips blank units.
-func (s *Store) loadCQ(topic string, qid int32, dir string) (*consumeQueue, error) {
-	cq := &consumeQueue{topic: topic, qid: qid, dir: dir, per: int64(s.cfg.CQUnitsPerFile)}
+// loadCQ opens the files of one queue and finds its bounds. Files before the
+// last must be full; units must be valid with strictly increasing CommitLog
+// offsets (checked for every file when validateAll, else for the
+// last file only). Blank units are allowed only before the first valid one.
+// At the first bad unit the queue is cut; resume is then the CommitLog offset
+// from which dispatching rebuilds it (-1: from the start of the log).
+func (s *Store) loadCQ(topic string, qid int32, dir string, validateAll bool) (cq *consumeQueue, damaged bool, resume int64, err error) {
+	cq = &consumeQueue{topic: topic, qid: qid, dir: dir, per: int64(s.cfg.CQUnitsPerFile)}
 	names, err := s.fs.List(dir)
 	if err != nil {
-		return nil, err
+		return nil, false, 0, err
 	}
 	var starts []int64
 	for _, n := range names {
@@ -330,13 +338,14 @@ func (s *Store) loadCQ(topic string, qid int32, dir string) (*consumeQueue, erro
 		}
 		starts = append(starts, v/CQUnitSize)
 	}
-	// Keep the run of contiguous files ending at the last one.
-	for i := len(starts) - 1; i > 0; i-- {
+	// Keep the contiguous run of files starting at the first one.
+	for i := 1; i < len(starts); i++ {
 		if starts[i-1]+cq.per != starts[i] {
-			for _, st := range starts[:i] {
+			for _, st := range starts[i:] {
 				_ = s.fs.Remove(s.cqFileName(dir, st))
 			}
-			starts = starts[i:]
+			starts = starts[:i]
+			damaged = true
 			break
 		}
 	}
@@ -344,55 +353,141 @@ func (s *Store) loadCQ(topic string, qid int32, dir string) (*consumeQueue, erro
 		name := s.cqFileName(dir, st)
 		f, err := s.fs.Open(name)
 		if err != nil {
-			return nil, err
+			return nil, false, 0, err
 		}
 		cq.files = append(cq.files, &cqFile{start: st, f: f, name: name})
 	}
 	if len(cq.files) == 0 {
-		return cq, nil
+		return cq, damaged, -1, nil
 	}
-	// Tail: last valid unit of the last non-empty file.
-	for len(cq.files) > 0 {
-		last := cq.files[len(cq.files)-1]
-		size, err := last.f.Size()
+	seenValid := false
+	prevEnd := int64(-1) // CommitLog end of the previous valid unit
+	cutAt := int64(-1)   // logical offset of the first bad unit
+	end := cq.files[0].start
+	cq.min = -1
+	var buf []byte
+	for i, f := range cq.files {
+		size, err := f.f.Size()
 		if err != nil {
-			return nil, err
+			return nil, false, 0, err
 		}
 		n := size / CQUnitSize
 		if n > cq.per {
 			n = cq.per
 		}
-		buf := make([]byte, n*CQUnitSize)
-		k, _ := last.f.ReadAt(buf, 0)
-		n = int64(k / CQUnitSize)
-		for n > 0 && !getUnit(buf[(n-1)*CQUnitSize:]).valid() {
-			n--
+		last := i == len(cq.files)-1
+		if !last && n != cq.per {
+			cutAt = f.start + n
 		}
-		if n == 0 && len(cq.files) > 1 {
-			s.cqDropFilesLocked(cq, len(cq.files)-1)
+		if !validateAll && !last {
+			// Trust the interior of older files; look at their last unit only
+			// to continue the ordering check.
+			if n > 0 && cutAt < 0 {
+				b := make([]byte, CQUnitSize)
+				if k, _ := f.f.ReadAt(b, (n-1)*CQUnitSize); k == CQUnitSize {
+					if u := getUnit(b); u.valid() {
+						seenValid = true
+						if cq.min < 0 {
+							cq.min = f.start // refined below by search
+						}
+						prevEnd = u.phys + int64(u.size)
+					}
+				}
+			}
+			end = f.start + n
+			if cutAt >= 0 {
+				break
+			}
 			continue
 		}
-		if n*CQUnitSize != size {
-			if err := last.f.Truncate(n * CQUnitSize); err != nil {
-				return nil, err
-			}
+		if int64(cap(buf)) < n*CQUnitSize {
+			buf = make([]byte, n*CQUnitSize)
 		}
-		cq.max = last.start + n
-		break
+		b := buf[:n*CQUnitSize]
+		k, _ := f.f.ReadAt(b, 0)
+		n = int64(k / CQUnitSize)
+		for u := int64(0); u < n; u++ {
+			x := getUnit(b[u*CQUnitSize:])
+			q := f.start + u
+			if !x.valid() {
+				if !seenValid {
+					continue // blank prefix
+				}
+				if last && allZero(b[u*CQUnitSize:n*CQUnitSize]) {
+					n = u // unwritten tail
+					break
+				}
+				cutAt = q
+				break
+			}
+			// Units beyond clMax are ordered like the rest; cqCutFrom drops them.
+			if x.phys < prevEnd {
+				cutAt = q
+				break
+			}
+			if !seenValid {
+				seenValid = true
+				cq.min = q
+			}
+			prevEnd = x.phys + int64(x.size)
+		}
+		if cutAt >= 0 {
+			break
+		}
+		end = f.start + n
 	}
-	cq.min = cq.files[0].start
-	cq.min = cq.search(func(u cqUnit) bool { return u.valid() })
-	if cq.min == cq.max {
+	if cutAt >= 0 {
+		damaged = true
+		end = cutAt
+	}
+	cq.max = end
+	if cq.min < 0 || cq.min > cq.max {
 		cq.min = cq.max
 	}
-	return cq, nil
+	if !validateAll && seenValid {
+		cq.min = cq.search(func(u cqUnit) bool { return u.valid() })
+	}
+	// Physically cut everything from end on.
+	keep := 0
+	for keep < len(cq.files) && (cq.files[keep].start < end || keep == 0) {
+		keep++
+	}
+	s.cqDropFilesLocked(cq, keep)
+	lastF := cq.files[len(cq.files)-1]
+	if size, err := lastF.f.Size(); err == nil && size != (end-lastF.start)*CQUnitSize {
+		if err := lastF.f.Truncate((end - lastF.start) * CQUnitSize); err != nil {
+			return nil, false, 0, err
+		}
+	}
+	resume = -1
+	if damaged {
+		// Resume after the newest unit that still points at its own record.
+		for q := cq.max - 1; q >= cq.min && q >= cq.max-64; q-- {
+			if u, ok := cq.unitAt(q); ok && s.unitMatches(cq, q, u) {
+				resume = u.phys + int64(u.size)
+				break
+			}
+		}
+	}
+	return cq, damaged, resume, nil
 }
 
-// loadAllCQ opens every consume queue under consumequeue/.
-func (s *Store) loadAllCQ() error {
+func allZero(b []byte) bool {
+	for _, x := range b {
+		if x != 0 {
+			return false
+		}
+	}
+	return true
+}
+
+// loadAllCQ opens every consume queue under consumequeue/ and returns the
+// CommitLog offset from which damaged queues must be rebuilt (max when none).
+func (s *Store) loadAllCQ(clMax int64, validateAll bool) (int64, error) {
+	resumeAll := clMax
 	topics, err := s.fs.List(s.cqDir)
 	if err != nil {
-		return err
+		return 0, err
 	}
 	for _, t := range topics {
 		if ValidateTopic(t) != nil {
@@ -404,12 +499,21 @@ func (s *Store) loadAllCQ() error {
 		}
 		for _, qn := range qs {
 			q, err := strconv.ParseInt(qn, 10, 32)
-			if err != nil {
+			if err != nil || strconv.Itoa(int(q)) != qn {
 				continue
 			}
-			cq, err := s.loadCQ(t, int32(q), filepath.Join(s.cqDir, t, qn))
+			cq, damaged, resume, err := s.loadCQ(t, int32(q), filepath.Join(s.cqDir, t, qn), validateAll)
 			if err != nil {
-				return fmt.Errorf("commitlog: load consume queue %s/%s: %w", t, qn, err)
+				return 0, fmt.Errorf("commitlog: load consume queue %s/%s: %w", t, qn, err)
+			}
+			if damaged {
+				s.log.WithField("topic", t).WithField("queue", q).WithField("resume", resume).Warn("consume queue damaged; rebuilding from the CommitLog")
+				if resume < 0 {
+					resume = 0
+				}
+				if resume < resumeAll {
+					resumeAll = resume
+				}
 			}
 			if s.cqs[t] == nil {
 				s.cqs[t] = map[int32]*consumeQueue{}
@@ -417,7 +521,7 @@ func (s *Store) loadAllCQ() error {
 			s.cqs[t][int32(q)] = cq
 		}
 	}
-	return nil
+	return resumeAll, nil
 }
 
 // cqCutFrom removes every unit whose CommitLog offset is at or above phys.
@@ -458,4 +562,18 @@ func (s *Store) cqCorrectMin(cq *consumeQueue, clMin int64) {
 		}
 		cq.files = append([]*cqFile(nil), cq.files[drop:]...)
 	}
+}
+
+// unitMatches reports whether unit u at logical offset q points at a valid
+// record of this queue with that queue offset.
+func (s *Store) unitMatches(cq *consumeQueue, q int64, u cqUnit) bool {
+	if !u.valid() || u.phys < s.minOffset.Load() || u.phys+int64(u.size) > s.maxOffset.Load() || u.phys+int64(u.size) > s.segEnd(u.phys) {
+		return false
+	}
+	b := make([]byte, u.size)
+	if err := s.readAt(b, u.phys); err != nil {
+		return false
+	}
+	m, n, err := s.checkRecord(b, u.phys)
+	return err == nil && !m.blank && n == int(u.size) && m.queueID == cq.qid && m.queueOffset == q && string(m.topic) == cq.topic
 }

@@ -19,6 +19,12 @@ var (
 	// ErrPropertiesTooLarge is returned by Append when the properties string is
 	// over 32767 bytes.
 	ErrPropertiesTooLarge = errors.New("commitlog: properties longer than 32767 bytes")
+	// ErrPropertiesInvalid is returned by Append when a non-empty properties
+	// string does not end with 0x02 or holds a NUL byte.
+	ErrPropertiesInvalid = errors.New("commitlog: properties string malformed")
+	// ErrQueueIDInvalid is returned by Append for a negative queue id (the
+	// broker picks a queue before appending).
+	ErrQueueIDInvalid = errors.New("commitlog: negative queue id")
 	// ErrBatchMixed is returned by AppendBatch when members differ in topic or queue.
 	ErrBatchMixed = errors.New("commitlog: batch mixes topics or queues")
 	// ErrReadOnly is returned by writes after a write or fsync failure; Err

@@ -105,6 +105,7 @@ func (s *Store) GetMessages(topic string, queueID int32, offset int64, maxMsgs i
 	type pick struct {
 		phys int64
 		size int32
+		q    int64
 	}
 	var picks []pick
 	i := 0
@@ -130,7 +131,7 @@ func (s *Store) GetMessages(topic string, queueID int32, offset int64, maxMsgs i
 			nextPhysFileStart = s.segEnd(u.phys)
 			continue
 		}
-		picks = append(picks, pick{u.phys, u.size})
+		picks = append(picks, pick{u.phys, u.size, offset + int64(i)})
 		total += int(u.size)
 		nextPhysFileStart = -1
 	}
@@ -153,7 +154,11 @@ func (s *Store) GetMessages(topic string, queueID int32, offset int64, maxMsgs i
 		}
 		for k := a; k < b; k++ {
 			rec := buf[picks[k].phys-picks[a].phys:][:picks[k].size]
-			if _, _, err := s.checkRecord(rec, picks[k].phys); err != nil {
+			m, _, err := s.checkRecord(rec, picks[k].phys)
+			if err == nil && (m.blank || m.queueID != queueID || m.queueOffset != picks[k].q || string(m.topic) != topic) {
+				err = s.corruptAt(picks[k].phys, fmt.Sprintf("record is not %s/%d at queue offset %d", topic, queueID, picks[k].q))
+			}
+			if err != nil {
 				s.log.WithError(err).WithField("topic", topic).WithField("queue", queueID).Error("consume queue points at an invalid record; not served")
 				continue
 			}

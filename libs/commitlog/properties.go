@@ -139,6 +139,35 @@ func ParseOffsetMsgID(id string) (netip.AddrPort, int64, error) {
 	return host, off, nil
 }
 
+// validProps reports whether a stored properties string is well formed: empty,
+// or ending with 0x02 and free of NUL bytes. This also catches a record whose
+// tail was torn to zeros by a crash.
+func validProps(p []byte) bool {
+	if len(p) == 0 {
+		return true
+	}
+	if p[len(p)-1] != propPairSep {
+		return false
+	}
+	return indexByte(p, 0) < 0
+}
+
+func validTopicBytes(t []byte) bool {
+	if len(t) == 0 || len(t) > MaxTopicLength {
+		return false
+	}
+	for _, c := range t {
+		if !topicChar(c) {
+			return false
+		}
+	}
+	return true
+}
+
+func topicChar(c byte) bool {
+	return c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '%' || c == '|' || c == '-' || c == '_'
+}
+
 // ValidateTopic applies RocketMQ's topic rules: non-empty, at most 127
 // bytes, only letters, digits, '%', '|', '-' and '_'.
 func ValidateTopic(topic string) error {
@@ -150,8 +179,7 @@ func ValidateTopic(topic string) error {
 	}
 	for i := 0; i < len(topic); i++ {
 		c := topic[i]
-		ok := c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '%' || c == '|' || c == '-' || c == '_'
-		if !ok {
+		if !topicChar(c) {
 			return fmt.Errorf("%w: %q at byte %d", ErrTopicInvalid, c, i)
 		}
 	}

@@ -134,13 +134,28 @@ func (s *Store) recover() error {
 			crashed = true
 		}
 	}
-	if crashed && len(s.segs) > 0 {
-		from := base
-		if cp.valid && cp.flushed >= base && !s.cfg.RecoveryFullScan && !forceFull {
-			from = cp.flushed - cp.flushed%s.segSize
-			if from > s.segs[len(s.segs)-1].start {
-				from = s.segs[len(s.segs)-1].start
+	if len(s.segs) > 0 {
+		// Validate the newest RecoveryCheckSegments segments always, and
+		// after a crash everything from the last safe point.
+		from := s.segs[len(s.segs)-1].start + s.segSize
+		if k := s.cfg.RecoveryCheckSegments; k > 0 {
+			i := len(s.segs) - k
+			if i < 0 {
+				i = 0
 			}
+			from = s.segs[i].start
+		}
+		if crashed {
+			safe := base
+			if cp.valid && cp.flushed >= base && !s.cfg.RecoveryFullScan && !forceFull {
+				safe = cp.flushed - cp.flushed%s.segSize
+			}
+			if safe < from {
+				from = safe
+			}
+		}
+		if s.cfg.RecoveryFullScan {
+			from = base
 		}
 		rep.ScannedFrom = from
 		at, file, reason, scanned, err := s.scan(from)
@@ -182,7 +197,8 @@ func (s *Store) recover() error {
 	s.flushed.Store(max)
 
 	// Consume queues: cut to the last durable dispatch point, then replay.
-	if err := s.loadAllCQ(); err != nil {
+	resume, err := s.loadAllCQ(max, crashed || s.cfg.RecoveryFullScan)
+	if err != nil {
 		return err
 	}
 	d := s.minOffset.Load()
@@ -192,11 +208,43 @@ func (s *Store) recover() error {
 			d = cp.flushed
 		}
 	}
+	if resume < d {
+		d = resume
+	}
 	if d > max {
 		d = max
 	}
 	if d < s.minOffset.Load() {
 		d = s.minOffset.Load()
+	}
+	if len(s.segs) > 0 && d < rep.ScannedFrom && d < max {
+		// Records about to be dispatched again were not validated yet.
+		from := d - d%s.segSize
+		at, file, reason, scanned, err := s.scan(from)
+		if err != nil {
+			return err
+		}
+		rep.ScannedFrom = from
+		rep.ScannedBytes += scanned
+		if at >= 0 && at < max {
+			before := s.endOfFiles()
+			if err := s.cutSegments(at); err != nil {
+				return err
+			}
+			rep.CutAt, rep.CutFile, rep.CutReason = at, file, reason
+			rep.CutBytes += before - s.endOfFiles()
+			max = at
+			if len(s.segs) > 0 {
+				last := s.segs[len(s.segs)-1]
+				max = last.start + last.written
+			}
+			s.maxOffset.Store(max)
+			s.flushed.Store(max)
+			rep.MaxOffset = max
+			if d > max {
+				d = max
+			}
+		}
 	}
 	rep.RedispatchFrom = d
 	for _, qs := range s.cqs {

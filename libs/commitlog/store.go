@@ -489,6 +489,9 @@ func (s *Store) checkRecord(b []byte, off int64) (recordMeta, int, error) {
 		}
 		return m, int(m.size), nil
 	}
+	if m.queueID < 0 || m.queueOffset < 0 {
+		return m, 0, s.corruptAt(off, fmt.Sprintf("negative queue id %d or queue offset %d", m.queueID, m.queueOffset))
+	}
 	if m.physOffset != off {
 		return m, 0, s.corruptAt(off, fmt.Sprintf("physical offset field %d", m.physOffset))
 	}
@@ -497,6 +500,12 @@ func (s *Store) checkRecord(b []byte, off int64) (recordMeta, int, error) {
 	}
 	if BodyCRC(m.body) != m.bodyCRC {
 		return m, 0, s.corruptAt(off, "body crc mismatch")
+	}
+	if !validTopicBytes(m.topic) {
+		return m, 0, s.corruptAt(off, "invalid topic bytes")
+	}
+	if !validProps(m.props) {
+		return m, 0, s.corruptAt(off, "malformed properties")
 	}
 	return m, int(m.size), nil
 }

@@ -136,7 +136,10 @@ func TestBadInputExactErrors(t *testing.T) {
 		{msg(strings.Repeat("t", 128), 0, "x", ""), ErrTopicTooLong},
 		{msg("bad topic", 0, "x", ""), ErrTopicInvalid},
 		{msg("bad/topic", 0, "x", ""), ErrTopicInvalid},
+		{msg("T", -1, "x", ""), ErrQueueIDInvalid},
 		{&Message{Topic: "T", Properties: strings.Repeat("p", 32768)}, ErrPropertiesTooLarge},
+		{&Message{Topic: "T", Properties: "TAGS\x01a"}, ErrPropertiesInvalid},
+		{&Message{Topic: "T", Properties: "TAGS\x01a\x00\x02"}, ErrPropertiesInvalid},
 	}
 	for _, c := range cases {
 		_, err := s.Append(c.m)
@@ -151,7 +154,7 @@ func TestBadInputExactErrors(t *testing.T) {
 	_, err = s2.AppendBatch([]*Message{msg("T", 0, "a", ""), msg("T", 1, "b", "")})
 	require.ErrorIs(t, err, ErrBatchMixed)
 	require.Equal(t, int64(0), s2.MaxOffset())
-	_, err = s.Append(&Message{Topic: "T", Properties: strings.Repeat("p", 32767)})
+	_, err = s.Append(&Message{Topic: "T", Properties: strings.Repeat("p", 32766) + "\x02"})
 	require.NoError(t, err)
 }
 

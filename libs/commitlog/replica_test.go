@@ -1,0 +1,222 @@
+package commitlog
+
+import (
+	"bytes"
+	"errors"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/rmqha/rmqha/libs/commitlog/vfs"
+	"github.com/stretchr/testify/require"
+)
+
+// replicate copies the master's log to the replica the way HA does.
+func replicate(t *testing.T, master, replica *Store, batch int) {
+	t.Helper()
+	for replica.MaxOffset() < master.MaxOffset() {
+		data, err := master.ReadRaw(replica.MaxOffset(), batch)
+		require.NoError(t, err)
+		require.NotEmpty(t, data)
+		require.NoError(t, replica.AppendRaw(replica.MaxOffset(), data))
+	}
+}
+
+func TestReplicationByteIdentical(t *testing.T) {
+	mfs, rfs := vfs.NewMem(), vfs.NewMem()
+	master := openStore(t, testConfig(mfs))
+	defer master.Close()
+	replica := openStore(t, testConfig(rfs))
+	defer replica.Close()
+	var dispatched []int64
+	replica.OnDispatch(func(topic string, q int32, max int64) {
+		if topic == "T" && q == 1 {
+			dispatched = append(dispatched, max)
+		}
+	})
+	for i := 0; i < 60; i++ {
+		mustAppend(t, master, msg("T", int32(i%3), strings.Repeat("v", 100+i*7), "tag"))
+	}
+	replicate(t, master, replica, 1000)
+	require.Equal(t, master.MaxOffset(), replica.MaxOffset())
+	for off := int64(0); off < master.MaxOffset(); off += master.SegmentSize() {
+		a, err := master.ReadRaw(off, 1<<20)
+		require.NoError(t, err)
+		b, err := replica.ReadRaw(off, 1<<20)
+		require.NoError(t, err)
+		require.True(t, bytes.Equal(a, b), "segment at %d differs", off)
+	}
+	waitDispatched(t, replica)
+	waitDispatched(t, master)
+	for q := int32(0); q < 3; q++ {
+		require.Equal(t, master.QueueMaxOffset("T", q), replica.QueueMaxOffset("T", q))
+		g1 := master.GetMessages("T", q, 0, 32, 1<<20, nil)
+		g2 := replica.GetMessages("T", q, 0, 32, 1<<20, nil)
+		require.Equal(t, g1.Records, g2.Records)
+	}
+	require.NotEmpty(t, dispatched)
+	// The replica, promoted, continues queue offsets.
+	r := mustAppend(t, replica, msg("T", 1, "promoted", ""))
+	require.Equal(t, int64(20), r.QueueOffset)
+}
+
+func TestAppendRawRefusals(t *testing.T) {
+	master := openStore(t, testConfig(vfs.NewMem()))
+	defer master.Close()
+	for i := 0; i < 3; i++ {
+		mustAppend(t, master, msg("T", 0, bodyN(i), ""))
+	}
+	data, err := master.ReadRaw(0, 1<<20)
+	require.NoError(t, err)
+
+	replica := openStore(t, testConfig(vfs.NewMem()))
+	defer replica.Close()
+	// Not at max offset and not segment aligned.
+	err = replica.AppendRaw(100, data)
+	require.ErrorIs(t, err, ErrOffsetMismatch)
+	// Partial record.
+	err = replica.AppendRaw(0, data[:len(data)-3])
+	require.ErrorIs(t, err, ErrCorrupt)
+	// Bit flip.
+	bad := append([]byte(nil), data...)
+	bad[95] ^= 0x40
+	err = replica.AppendRaw(0, bad)
+	require.ErrorIs(t, err, ErrCorrupt)
+	// Records whose physical offsets do not match where they would land.
+	err = replica.AppendRaw(master.SegmentSize(), data)
+	require.ErrorIs(t, err, ErrCorrupt)
+	require.Equal(t, master.SegmentSize(), replica.MaxOffset(), "empty store moved to the aligned offset")
+	require.NoError(t, replica.Reset(0))
+	require.NoError(t, replica.AppendRaw(0, data))
+	require.Equal(t, master.MaxOffset(), replica.MaxOffset())
+	err = replica.AppendRaw(0, data)
+	var ce *CorruptError
+	require.ErrorIs(t, err, ErrOffsetMismatch)
+	require.False(t, errors.As(err, &ce))
+	_, err = master.ReadRaw(master.MaxOffset(), 10)
+	require.ErrorIs(t, err, ErrOffsetBeyondEnd)
+}
+
+func TestFreshReplicaStartsAtMastersLastSegment(t *testing.T) {
+	master := openStore(t, testConfig(vfs.NewMem()))
+	defer master.Close()
+	for i := 0; i < 40; i++ {
+		mustAppend(t, master, msg("T", 0, strings.Repeat("m", 500), ""))
+	}
+	start := master.MaxOffset() - master.MaxOffset()%master.SegmentSize()
+	require.Greater(t, start, int64(0))
+	rfs := vfs.NewMem()
+	cfg := testConfig(rfs)
+	replica := openStore(t, cfg)
+	data, err := master.ReadRaw(start, 1<<20)
+	require.NoError(t, err)
+	require.NoError(t, replica.AppendRaw(start, data))
+	require.Equal(t, start, replica.MinOffset())
+	require.Equal(t, master.MaxOffset(), replica.MaxOffset())
+	waitDispatched(t, replica)
+	waitDispatched(t, master)
+	// The replica's queue begins at the first queue offset it holds.
+	mmax := master.QueueMaxOffset("T", 0)
+	require.Equal(t, mmax, replica.QueueMaxOffset("T", 0))
+	min := replica.QueueMinOffset("T", 0)
+	require.Greater(t, min, int64(0))
+	g := replica.GetMessages("T", 0, 0, 32, 1<<20, nil)
+	require.Equal(t, OffsetTooSmall, g.Status)
+	require.Equal(t, min, g.NextBeginOffset)
+	g = replica.GetMessages("T", 0, min, 32, 1<<20, nil)
+	require.Equal(t, Found, g.Status)
+	require.NoError(t, replica.Close())
+	// And it survives a restart.
+	replica = openStore(t, cfg)
+	defer replica.Close()
+	require.True(t, replica.Recovery().Clean)
+	require.Equal(t, start, replica.MinOffset())
+	require.Equal(t, min, replica.QueueMinOffset("T", 0))
+	require.Equal(t, mmax, replica.QueueMaxOffset("T", 0))
+}
+
+func TestTruncate(t *testing.T) {
+	fs := vfs.NewMem()
+	cfg := testConfig(fs)
+	s := openStore(t, cfg)
+	var res []AppendResult
+	for i := 0; i < 40; i++ {
+		res = append(res, mustAppend(t, s, msg("T", int32(i%2), strings.Repeat("z", 300), "")))
+	}
+	waitDispatched(t, s)
+	cut := res[25].WroteOffset
+	require.ErrorIs(t, s.Truncate(cut+1), ErrBadOffset)
+	require.ErrorIs(t, s.Truncate(s.MaxOffset()+10), ErrBadOffset)
+	require.NoError(t, s.Truncate(cut))
+	require.Equal(t, cut, s.MaxOffset())
+	require.Equal(t, int64(13), s.QueueMaxOffset("T", 0))
+	require.Equal(t, int64(12), s.QueueMaxOffset("T", 1))
+	_, err := s.ReadRecord(cut)
+	require.ErrorIs(t, err, ErrOffsetBeyondEnd)
+	r := mustAppend(t, s, msg("T", 1, "new", ""))
+	require.Equal(t, cut, r.WroteOffset)
+	require.Equal(t, int64(12), r.QueueOffset)
+	require.NoError(t, s.Close())
+	s = openStore(t, cfg)
+	defer s.Close()
+	require.Equal(t, r.EndOffset, s.MaxOffset())
+	require.Equal(t, int64(13), s.QueueMaxOffset("T", 1))
+}
+
+// A crash between the truncate intent and its completion replays the cut.
+func TestTruncateCrashReplays(t *testing.T) {
+	mem := vfs.NewMem()
+	var sw vfs.Switch
+	cfg := testConfig(vfs.NewErrorFS(mem, &sw))
+	s := openStore(t, cfg)
+	var res []AppendResult
+	for i := 0; i < 30; i++ {
+		res = append(res, mustAppend(t, s, msg("T", 0, strings.Repeat("q", 300), "")))
+	}
+	waitDispatched(t, s)
+	require.NoError(t, recvErr(t, s.WaitFlush(s.MaxOffset(), time.Now().Add(5*time.Second))))
+	cut := res[10].WroteOffset
+	sw.Arm(vfs.OpRemove, vfs.EIO) // the cut fails after the intent is durable
+	err := s.Truncate(cut)
+	require.ErrorIs(t, err, ErrReadOnly)
+	crashed := mem.CrashClone(1)
+	s.Close()
+	cfg2 := testConfig(crashed)
+	s2 := openStore(t, cfg2)
+	defer s2.Close()
+	require.Equal(t, "truncate to "+itoa(cut), s2.Recovery().Intent)
+	require.Equal(t, cut, s2.MaxOffset())
+	require.Equal(t, int64(10), s2.QueueMaxOffset("T", 0))
+	_, err = crashed.Stat("/store/intent")
+	require.Error(t, err, "intent cleared")
+}
+
+func itoa(v int64) string { return strconv.FormatInt(v, 10) }
+
+func TestResetAndReader(t *testing.T) {
+	cfg := testConfig(vfs.NewMem())
+	s := openStore(t, cfg)
+	for i := 0; i < 10; i++ {
+		mustAppend(t, s, msg("T", 0, bodyN(i), ""))
+	}
+	rd := s.RegisterReader("replica-1", 0)
+	require.ErrorIs(t, s.Reset(100), ErrBadOffset)
+	require.NoError(t, s.Reset(3*cfg.SegmentSize))
+	select {
+	case <-rd.Removed():
+	default:
+		t.Fatal("reader not told")
+	}
+	require.Equal(t, 3*cfg.SegmentSize, s.MinOffset())
+	require.Equal(t, 3*cfg.SegmentSize, s.MaxOffset())
+	require.Empty(t, s.Queues())
+	r := mustAppend(t, s, msg("T", 0, "again", ""))
+	require.Equal(t, 3*cfg.SegmentSize, r.WroteOffset)
+	require.Equal(t, int64(0), r.QueueOffset)
+	require.NoError(t, s.Close())
+	s = openStore(t, cfg)
+	defer s.Close()
+	require.Equal(t, 3*cfg.SegmentSize, s.MinOffset())
+	require.Equal(t, r.EndOffset, s.MaxOffset())
+}
