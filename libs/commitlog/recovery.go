@@ -114,6 +114,7 @@ func (s *Store) recover() error {
 	}
 	if rep.Intent == fmt.Sprintf("reset to %d", base) || len(s.segs) == 0 {
 		crashed = false
+		rep.Clean = len(s.segs) == 0
 	}
 	if !crashed && len(s.segs) > 0 {
 		// Clean: trust the checkpoint if the files agree with it.
