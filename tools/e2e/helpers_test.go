@@ -49,39 +49,15 @@ func newProducer(t *testing.T, g *Group, group string, opts ...producer.Option) 
 
 // collector records what a push consumer delivered, in arrival order.
 type collector struct {
-	mu     sync.Mutex
-	got    []*primitive.MessageExt
-	by     map[string][]string // body -> names of the consumers that got it
-	gate   chan struct{}       // when non-nil, deliveries wait until it is closed
-	closed bool
+	mu  sync.Mutex
+	got []*primitive.MessageExt
+	by  map[string][]string // body -> names of the consumers that got it
 }
 
 func newCollector() *collector { return &collector{by: map[string][]string{}} }
 
-// hold makes deliveries block until release.
-func (c *collector) hold() {
-	c.mu.Lock()
-	c.gate = make(chan struct{})
-	c.mu.Unlock()
-}
-
-func (c *collector) release() {
-	c.mu.Lock()
-	if c.gate != nil {
-		close(c.gate)
-		c.gate = nil
-	}
-	c.mu.Unlock()
-}
-
 func (c *collector) handler(name string) func(context.Context, ...*primitive.MessageExt) (consumer.ConsumeResult, error) {
 	return func(_ context.Context, msgs ...*primitive.MessageExt) (consumer.ConsumeResult, error) {
-		c.mu.Lock()
-		gate := c.gate
-		c.mu.Unlock()
-		if gate != nil {
-			<-gate
-		}
 		c.mu.Lock()
 		defer c.mu.Unlock()
 		for _, m := range msgs {
