@@ -39,13 +39,17 @@ image() { # image NAME DOCKERFILE TARGET FILE...
   shift 3
   mkdir -p "$dir"
   for f in "$@"; do
-    # Hard links are cheap; copy when the cache is on another file system.
+    [ -f "$f" ] || { log "missing $f"; exit 1; }
+    f=$(readlink -f "$f") # the deps cache links to its binaries
+    # Hard links are cheap; copy when the file is on another file system.
     ln "$f" "$dir/" 2>/dev/null || cp "$f" "$dir/"
   done
   local args=(-f "$ROOT/deploy/$dockerfile" -t "rmqha/$name:$TAG" -q)
   [ -n "$target" ] && args+=(--target "$target")
   log "rmqha/$name:$TAG"
-  docker build "${args[@]}" "$dir" >/dev/null
+  # The classic builder prints a deprecation notice on every build: keep only real errors.
+  docker build "${args[@]}" "$dir" 2>&1 >/dev/null | { grep -v -e DEPRECATED -e 'Install the buildx' -e 'docs.docker.com/go/buildx' -e '^[[:space:]]*$' >&2 || true; }
+  return "${PIPESTATUS[0]}"
 }
 
 image namesrv namesrv/Dockerfile prebuilt "$BIN/namesrv" "$BIN/healthcheck" "$ROOT/deploy/conf/namesrv.conf"

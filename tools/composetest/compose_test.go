@@ -1,0 +1,317 @@
+package composetest
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/apache/rocketmq-client-go/v2/primitive"
+	"github.com/apache/rocketmq-client-go/v2/rlog"
+	"github.com/rmqha/rmqha/tools/harness"
+)
+
+// TestCompose runs docker-compose.yml with the offline images and checks, through the ports
+// published on the host and the real rocketmq-client-go:
+//   - produce and consume on a healthy group (SYNC_MASTER: every send SEND_OK);
+//   - docker kill of the master: producers get an error, a consumer that was behind keeps
+//     reading the replicated messages from the slave;
+//   - docker network disconnect of the slave: SYNC_MASTER sends answer FLUSH_SLAVE_TIMEOUT or
+//     SLAVE_NOT_AVAILABLE before the client's deadline; after reconnecting, the slave catches up
+//     and sends are SEND_OK again;
+//   - down and up with the volumes kept: every message and the consumer offsets are still there;
+//   - down -v leaves nothing of the project behind.
+func TestCompose(t *testing.T) {
+	if os.Getenv("RMQHA_SKIP_COMPOSE") == "1" {
+		t.Skip("RMQHA_SKIP_COMPOSE=1: compose end-to-end test skipped")
+	}
+	if out, err := runCmd(20*time.Second, nil, "", "docker", "version", "--format", "{{.Server.Version}}"); err != nil {
+		t.Skipf("compose end-to-end test skipped: no Docker engine reachable (docker version: %v)", strings.TrimSpace(firstLine(out, err)))
+	}
+	compose := composeCommand()
+	if compose == nil {
+		t.Skip("compose end-to-end test skipped: neither `docker compose` nor `docker-compose` works here")
+	}
+	rlog.SetLogLevel("fatal") // the client logs every failed route lookup during the faults
+	root, err := harness.RepoRoot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	bin := buildImages(t, root)
+	_, statErr := os.Stat(filepath.Join(bin, "metasync"))
+	g := newGroup(t, root, compose, statErr == nil)
+	t.Logf("project %s, compose %q, network %s.0/24, name server %s, metasync %v", g.project, strings.Join(compose, " "), g.net, g.namesrv(), statErr == nil)
+	t.Cleanup(func() {
+		if t.Failed() {
+			t.Logf("container logs:\n%s", g.logs())
+		}
+		if out, err := g.run(3*time.Minute, "down", "-v", "--remove-orphans", "--timeout", "20"); err != nil {
+			t.Logf("cleanup: %v\n%s", err, out)
+		}
+	})
+
+	// 1. Up, healthy, produce and consume through the published ports.
+	took := g.up()
+	t.Logf("compose up -> every container healthy: %s", took.Round(100*time.Millisecond))
+	ms, err := status(g.masterHTTP)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := g.gateway() + ":" + strconv.Itoa(g.masterPort); ms.AdvertisedAddr != want {
+		t.Fatalf("master advertises %s, want %s", ms.AdvertisedAddr, want)
+	}
+	run := randHex(3)
+	topic := "ComposeTopic"
+	led := newLedger()
+	p := newProducer(t, g.namesrv(), "compose-p1-"+run)
+	defer p.Shutdown()
+	var batchA []string
+	for i := 0; i < 100; i++ {
+		body := fmt.Sprintf("a-%s-%d", run, i)
+		st, _, err := led.send(p, topic, body)
+		if err != nil || st != primitive.SendOK {
+			t.Fatalf("send %s on a healthy group: status %v, err %v", body, st, err)
+		}
+		batchA = append(batchA, body)
+	}
+	live := startSink(t, g.namesrv(), "compose-live", "compose-live-"+run, topic)
+	eventually(t, time.Minute, 100*time.Millisecond, func() error {
+		if n := live.missing(batchA); n > 0 {
+			return fmt.Errorf("consumer still misses %d of %d", n, len(batchA))
+		}
+		return nil
+	})
+	t.Logf("produced and consumed %d messages through %s", len(batchA), g.namesrv())
+
+	// 2. Kill the master while the consumer is behind.
+	live.pause()
+	var batchB []string
+	for i := 0; i < 200; i++ {
+		body := fmt.Sprintf("b-%s-%d", run, i)
+		st, _, err := led.send(p, topic, body)
+		if err != nil || st != primitive.SendOK {
+			t.Fatalf("send %s: status %v, err %v", body, st, err)
+		}
+		batchB = append(batchB, body)
+	}
+	eventually(t, 30*time.Second, 200*time.Millisecond, func() error {
+		m, err1 := status(g.masterHTTP)
+		s, err2 := status(g.slaveHTTP)
+		if err1 != nil || err2 != nil {
+			return fmt.Errorf("status: %v %v", err1, err2)
+		}
+		if s.HASlave == nil || s.HASlave.LocalMaxOffset != m.MaxOffset {
+			return fmt.Errorf("slave not caught up with master offset %d", m.MaxOffset)
+		}
+		return nil
+	})
+	before, err := status(g.slaveHTTP)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("consumer behind by %d of %d messages; docker kill master", live.missing(batchB), len(batchB))
+	g.docker("kill", g.container("master"))
+	killed := time.Now()
+	_, took, err = led.send(p, topic, "after-kill-"+run)
+	if err == nil {
+		t.Fatalf("send with the master killed succeeded")
+	}
+	t.Logf("send with the master killed: error after %s: %v", took.Round(time.Millisecond), err)
+	live.resume()
+	eventually(t, 2*time.Minute, 200*time.Millisecond, func() error {
+		if n := live.missing(batchB); n > 0 {
+			return fmt.Errorf("consumer with the master gone still misses %d of %d", n, len(batchB))
+		}
+		return nil
+	})
+	after, err := status(g.slaveHTTP)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if after.PullRequests <= before.PullRequests {
+		t.Fatalf("slave served no pulls (%d before, %d after)", before.PullRequests, after.PullRequests)
+	}
+	t.Logf("consumer read every replicated message from the slave %s after the kill (slave pulls %d -> %d)",
+		time.Since(killed).Round(100*time.Millisecond), before.PullRequests, after.PullRequests)
+	live.stop()
+
+	// 3. Master back, then cut the slave off the network.
+	g.must(2*time.Minute, "start", "master")
+	g.waitHealthy("master", "slave")
+	waitSendOK(t, led, p, topic, "c-"+run)
+	net := g.network()
+	g.docker("network", "disconnect", net, g.container("slave"))
+	for i := 0; i < 3; i++ {
+		body := fmt.Sprintf("d-%s-%d", run, i)
+		st, took, err := led.send(p, topic, body)
+		if err != nil {
+			t.Fatalf("send %s with the slave cut off: no answer before the client's deadline (%s): %v", body, took.Round(time.Millisecond), err)
+		}
+		if st != primitive.SendFlushSlaveTimeout && st != primitive.SendSlaveNotAvailable {
+			t.Fatalf("send %s with the slave cut off: status %s, want FLUSH_SLAVE_TIMEOUT or SLAVE_NOT_AVAILABLE", body, sendStatus(st))
+		}
+		t.Logf("send with the slave cut off: %s after %s", sendStatus(st), took.Round(time.Millisecond))
+	}
+	ms, err = status(g.masterHTTP)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ms.HAMaster == nil || ms.HAMaster.Confirmed >= ms.MaxOffset {
+		t.Fatalf("master reports its tail confirmed by the cut-off slave: %+v, log end %d", ms.HAMaster, ms.MaxOffset)
+	}
+	t.Logf("master log end %d, confirmed by the slave up to %d; reconnecting the slave", ms.MaxOffset, ms.HAMaster.Confirmed)
+	g.docker("network", "connect", "--ip", g.slaveIP(), net, g.container("slave"))
+	reconnected := time.Now()
+	eventually(t, 2*time.Minute, 200*time.Millisecond, func() error {
+		m, err1 := status(g.masterHTTP)
+		s, err2 := status(g.slaveHTTP)
+		if err1 != nil || err2 != nil {
+			return fmt.Errorf("status: %v %v", err1, err2)
+		}
+		if s.HASlave == nil || s.HASlave.LocalMaxOffset != m.MaxOffset {
+			return fmt.Errorf("slave at %v, master at %d", s.HASlave, m.MaxOffset)
+		}
+		return nil
+	})
+	t.Logf("slave caught up %s after reconnecting", time.Since(reconnected).Round(100*time.Millisecond))
+	waitSendOK(t, led, p, topic, "e-"+run)
+
+	// 4. Offsets of a group that read everything, then down and up with the volumes kept.
+	all := led.storedBodies()
+	offs := startSink(t, g.namesrv(), "compose-offsets", "compose-offsets-"+run, topic)
+	eventually(t, 2*time.Minute, 200*time.Millisecond, func() error {
+		if n := offs.missing(all); n > 0 {
+			return fmt.Errorf("offset group still misses %d of %d", n, len(all))
+		}
+		return nil
+	})
+	offs.stop() // commits its offsets to the master
+	p.Shutdown()
+	masterBefore, err := status(g.masterHTTP)
+	if err != nil {
+		t.Fatal(err)
+	}
+	g.must(3*time.Minute, "down", "--timeout", "40")
+	if left := g.leftovers(); len(containersOf(left)) > 0 {
+		t.Fatalf("down left containers: %v", left)
+	}
+	took = g.up()
+	t.Logf("compose up again (volumes kept) -> every container healthy: %s", took.Round(100*time.Millisecond))
+	masterAfter, err := status(g.masterHTTP)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if masterAfter.MaxOffset != masterBefore.MaxOffset {
+		t.Fatalf("master log end %d after recreation, was %d", masterAfter.MaxOffset, masterBefore.MaxOffset)
+	}
+	p2 := newProducer(t, g.namesrv(), "compose-p2-"+run)
+	defer p2.Shutdown()
+	waitSendOK(t, led, p2, topic, "f-"+run)
+	var batchG []string
+	for i := 0; i < 20; i++ {
+		body := fmt.Sprintf("g-%s-%d", run, i)
+		if st, _, err := led.send(p2, topic, body); err != nil || st != primitive.SendOK {
+			t.Fatalf("send %s after recreation: status %v, err %v", body, st, err)
+		}
+		batchG = append(batchG, body)
+	}
+	// Every message, by a new group from the first offset.
+	fresh := startSink(t, g.namesrv(), "compose-fresh", "compose-fresh-"+run, topic)
+	all = led.storedBodies()
+	eventually(t, 2*time.Minute, 200*time.Millisecond, func() error {
+		if n := fresh.missing(all); n > 0 {
+			return fmt.Errorf("new group misses %d of %d stored messages after recreation", n, len(all))
+		}
+		return nil
+	})
+	for body := range fresh.received() {
+		if !led.wasAttempted(body) {
+			t.Fatalf("unexpected message %q", body)
+		}
+	}
+	// The offsets group resumes where it stopped: only the messages sent after recreation.
+	offs2 := startSink(t, g.namesrv(), "compose-offsets", "compose-offsets2-"+run, topic)
+	eventually(t, 2*time.Minute, 200*time.Millisecond, func() error {
+		if n := offs2.missing(batchG); n > 0 {
+			return fmt.Errorf("offset group misses %d of %d new messages", n, len(batchG))
+		}
+		return nil
+	})
+	old := 0
+	for body := range offs2.received() {
+		if !strings.HasPrefix(body, "f-") && !strings.HasPrefix(body, "g-") {
+			old++
+		}
+	}
+	if old > 0 {
+		t.Fatalf("offset group got %d messages it had consumed before the recreation: offsets lost", old)
+	}
+	t.Logf("after recreation: all %d stored messages readable, committed offsets kept", len(all))
+	offs2.stop()
+	fresh.stop()
+	p2.Shutdown()
+
+	// 5. down -v removes everything.
+	g.must(3*time.Minute, "down", "-v", "--remove-orphans", "--timeout", "20")
+	if left := g.leftovers(); len(left) > 0 {
+		t.Fatalf("down -v left: %v", left)
+	}
+}
+
+// firstLine is the first line of a failed command's output, or its error.
+func firstLine(out string, err error) string {
+	if l, _, _ := strings.Cut(strings.TrimSpace(out), "\n"); l != "" {
+		return l
+	}
+	return err.Error()
+}
+
+// containersOf keeps the container entries of a leftovers list.
+func containersOf(left []string) []string {
+	var out []string
+	for _, l := range left {
+		if strings.HasPrefix(l, "ps ") {
+			out = append(out, l)
+		}
+	}
+	return out
+}
+
+// buildImages builds the offline images with deploy/build-offline-images.sh from this checkout's
+// binaries ($RMQHA_BIN_DIR when it holds them, else a fresh build) and returns the binary folder.
+func buildImages(t *testing.T, root string) string {
+	t.Helper()
+	bin := os.Getenv("RMQHA_BIN_DIR")
+	for _, s := range []string{"namesrv", "master", "slave", "healthcheck"} {
+		if bin == "" {
+			break
+		}
+		if _, err := os.Stat(filepath.Join(bin, s)); err != nil {
+			bin = ""
+		}
+	}
+	if bin == "" {
+		bin = t.TempDir()
+		start := time.Now()
+		if _, err := runCmd(10*time.Minute, os.Environ(), root, filepath.Join(root, "scripts", "build.sh"), bin); err != nil {
+			t.Fatal(err)
+		}
+		t.Logf("built the binaries in %s", time.Since(start).Round(100*time.Millisecond))
+	}
+	env := os.Environ()
+	if c, err := harness.ConsulBinary(); err == nil {
+		env = append(env, "RMQHA_CONSUL_BIN="+c)
+	}
+	if n, err := harness.NATSServerBinary(); err == nil {
+		env = append(env, "RMQHA_NATS_SERVER_BIN="+n)
+	}
+	start := time.Now()
+	if _, err := runCmd(10*time.Minute, env, root, filepath.Join(root, "deploy", "build-offline-images.sh"), bin); err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("built the offline images in %s", time.Since(start).Round(100*time.Millisecond))
+	return bin
+}
