@@ -243,3 +243,45 @@ func TestRegistrationOnTopicChange(t *testing.T) {
 	_, unregs := ns.counts()
 	require.Equal(t, 1, unregs)
 }
+
+// TestSlaveLongPollWakesOnReplication: a pull held on a slave is answered as soon as the
+// replicated message is dispatched there.
+func TestSlaveLongPollWakesOnReplication(t *testing.T) {
+	m := startBroker(t, testConfig(t))
+	s := startBroker(t, slaveConfig(t, m.HAAddr()))
+	c := newTestClient(t)
+	require.Equal(t, remoting.Success, send(t, c, m.Addr(), "W", 0, "", "one").Code)
+	require.Eventually(t, func() bool { return s.store.QueueMaxOffset("W", 0) == 1 }, 10*time.Second, 5*time.Millisecond)
+	invoke(t, c, s.Addr(), remoting.HeartBeat, nil, heartbeatBody("c1", "g", map[string]string{"W": "*"}))
+
+	done := make(chan *remoting.Command, 1)
+	go func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		resp, err := c.Invoke(ctx, s.Addr(), remoting.NewRequest(remoting.PullMessage, pullExt("g", "W", 0, 1, 2, 20000), nil))
+		if err != nil {
+			resp = nil
+		}
+		done <- resp
+	}()
+	require.Eventually(t, func() bool { return s.holds.heldCount() == 1 }, 5*time.Second, 2*time.Millisecond)
+	require.Equal(t, remoting.Success, send(t, newTestClient(t), m.Addr(), "W", 0, "", "two").Code)
+	select {
+	case resp := <-done:
+		require.NotNil(t, resp)
+		require.Equal(t, remoting.Success, resp.Code, resp.Remark)
+		require.Equal(t, "two", string(decodeRecords(t, resp.Body)[0].Body))
+	case <-time.After(10 * time.Second):
+		t.Fatal("held pull on the slave was not woken by replication")
+	}
+
+	// The master gone, the slave keeps serving what it has and says "not yet" beyond it.
+	require.NoError(t, m.Shutdown(context.Background()))
+	resp := invoke(t, c, s.Addr(), remoting.PullMessage, pullExt("g", "W", 0, 0, 2, 100), nil)
+	require.Equal(t, remoting.Success, resp.Code)
+	require.Len(t, decodeRecords(t, resp.Body), 2)
+	resp = invoke(t, c, s.Addr(), remoting.PullMessage, pullExt("g", "W", 0, 5, 2, 100), nil)
+	require.Equal(t, remoting.PullRetryImmediately, resp.Code)
+	require.Equal(t, "5", resp.Ext("nextBeginOffset"))
+	require.NoError(t, s.Healthy())
+}

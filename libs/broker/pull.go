@@ -91,58 +91,58 @@ func (b *Broker) handlePull(w remoting.ResponseWriter, req *remoting.Command) {
 	b.pulls.Add(1)
 	pr, err := decodePull(req)
 	if err != nil {
-		b.reply(w, req, remoting.SystemError, err.Error())
+		b.pullError(w, req, remoting.SystemError, err.Error())
 		return
 	}
 	pr.w = w
 	if !b.running() {
-		b.reply(w, req, remoting.SystemBusy, "broker is shutting down")
+		b.pullError(w, req, remoting.SystemBusy, "broker is shutting down")
 		return
 	}
 	g, _, err := b.tables.Groups.FindOrCreate(pr.group)
 	if err != nil && g.GroupName == "" {
-		b.reply(w, req, remoting.SubscriptionGroupNotExist, "subscription group ["+pr.group+"] does not exist")
+		b.pullError(w, req, remoting.SubscriptionGroupNotExist, "subscription group ["+pr.group+"] does not exist")
 		return
 	}
 	if !g.ConsumeEnable {
-		b.reply(w, req, remoting.NoPermission, "subscription group no permission, "+pr.group)
+		b.pullError(w, req, remoting.NoPermission, "subscription group no permission, "+pr.group)
 		return
 	}
 	tc, ok := b.tables.Topics.Get(pr.topic)
 	if ok {
 		if !route.IsReadable(tc.Perm) {
-			b.reply(w, req, remoting.NoPermission, "the topic["+pr.topic+"] pulling message is forbidden")
+			b.pullError(w, req, remoting.NoPermission, "the topic["+pr.topic+"] pulling message is forbidden")
 			return
 		}
 		if pr.queueID < 0 || pr.queueID >= max(tc.ReadQueueNums, tc.WriteQueueNums) {
-			b.reply(w, req, remoting.SystemError, "queueId["+strconv.Itoa(int(pr.queueID))+"] is illegal, topic:["+pr.topic+"]")
+			b.pullError(w, req, remoting.SystemError, "queueId["+strconv.Itoa(int(pr.queueID))+"] is illegal, topic:["+pr.topic+"]")
 			return
 		}
 	} else if b.cfg.IsMaster() {
 		// A slave may hold replicated queues before its topic table learns of them.
-		b.reply(w, req, remoting.TopicNotExist, "topic["+pr.topic+"] not exist, apply first please!")
+		b.pullError(w, req, remoting.TopicNotExist, "topic["+pr.topic+"] not exist, apply first please!")
 		return
 	}
 	if pr.sysFlag&pullFlagSubscription != 0 {
 		et := req.Ext("expressionType")
 		if et != "" && !strings.EqualFold(et, "TAG") {
-			b.reply(w, req, remoting.SubscriptionParseFailed, "only TAG expressions are supported, got "+et)
+			b.pullError(w, req, remoting.SubscriptionParseFailed, "only TAG expressions are supported, got "+et)
 			return
 		}
 		sub, err := clients.BuildSubscription(pr.topic, req.Ext("subscription"))
 		if err != nil {
-			b.reply(w, req, remoting.SubscriptionParseFailed, "subscription "+strconv.Quote(req.Ext("subscription"))+": "+err.Error())
+			b.pullError(w, req, remoting.SubscriptionParseFailed, "subscription "+strconv.Quote(req.Ext("subscription"))+": "+err.Error())
 			return
 		}
 		pr.sub = sub
 	} else {
 		s, groupKnown, found := b.clients.findSubscription(pr.group, pr.topic)
 		if !groupKnown {
-			b.reply(w, req, remoting.SubscriptionNotExist, "the consumer's group info not exist: "+pr.group+" (no heartbeat on this broker)")
+			b.pullError(w, req, remoting.SubscriptionNotExist, "the consumer's group info not exist: "+pr.group+" (no heartbeat on this broker)")
 			return
 		}
 		if !found {
-			b.reply(w, req, remoting.SubscriptionNotExist, "the consumer's subscription not exist: "+pr.group+" on "+pr.topic)
+			b.pullError(w, req, remoting.SubscriptionNotExist, "the consumer's subscription not exist: "+pr.group+" on "+pr.topic)
 			return
 		}
 		pr.sub = s
@@ -271,4 +271,20 @@ func physicalMemory() int64 {
 		}
 	}
 	return fallback
+}
+
+// pullError answers a refused pull. It still carries nextBeginOffset (the requested offset),
+// minOffset, maxOffset and suggestWhichBrokerId: a client missing nextBeginOffset would
+// restart the queue at 0.
+func (b *Broker) pullError(w remoting.ResponseWriter, req *remoting.Command, code int16, remark string) {
+	resp := remoting.NewResponse(req, code, remark)
+	next := req.Ext("queueOffset")
+	if _, err := strconv.ParseInt(next, 10, 64); err != nil {
+		next = "0"
+	}
+	resp.ExtFields["nextBeginOffset"] = next
+	resp.ExtFields["minOffset"] = "0"
+	resp.ExtFields["maxOffset"] = "0"
+	resp.ExtFields["suggestWhichBrokerId"] = "0"
+	_ = w.Write(resp)
 }

@@ -73,9 +73,10 @@ func TestPullStatusesAndFilter(t *testing.T) {
 	}
 	require.Eventually(t, func() bool { return b.store.QueueMaxOffset("F", 0) == 6 }, 5*time.Second, 2*time.Millisecond)
 
-	// No heartbeat yet: the subscription is unknown.
-	resp := invoke(t, c, b.Addr(), remoting.PullMessage, pullExt("g", "F", 0, 0, 0, 0), nil)
+	// No heartbeat yet: the subscription is unknown; the offset is kept.
+	resp := invoke(t, c, b.Addr(), remoting.PullMessage, pullExt("g", "F", 0, 3, 0, 0), nil)
 	require.Equal(t, remoting.SubscriptionNotExist, resp.Code)
+	require.Equal(t, "3", resp.Ext("nextBeginOffset"))
 
 	invoke(t, c, b.Addr(), remoting.HeartBeat, nil, heartbeatBody("c1", "g", map[string]string{"F": "B"}))
 	resp = invoke(t, c, b.Addr(), remoting.PullMessage, pullExt("g", "F", 0, 0, 0, 0), nil)
@@ -120,6 +121,18 @@ func TestPullStatusesAndFilter(t *testing.T) {
 	off, found := b.tables.Offsets.Query("g", "F", 0)
 	require.True(t, found)
 	require.Equal(t, int64(4), off)
+
+	// A slow consumer is sent to the slave when slave reads are enabled (the backlog exceeds
+	// accessMessageInMemoryMaxRatio of physical memory; memory is shrunk here to make it so).
+	b.cfg.SlaveReadEnable = true
+	b.physMem = 100
+	resp = invoke(t, c, b.Addr(), remoting.PullMessage, pullExt("g", "F", 0, 0, 0, 0), nil)
+	require.Equal(t, remoting.Success, resp.Code)
+	require.Equal(t, "1", resp.Ext("suggestWhichBrokerId"))
+	b.physMem = 1 << 40
+	resp = invoke(t, c, b.Addr(), remoting.PullMessage, pullExt("g", "F", 0, 0, 0, 0), nil)
+	require.Equal(t, "0", resp.Ext("suggestWhichBrokerId"))
+	b.cfg.SlaveReadEnable = false
 
 	// Missing ext fields.
 	resp = invoke(t, c, b.Addr(), remoting.PullMessage, map[string]string{"topic": "F"}, nil)
