@@ -1,3 +1,35 @@
 module github.com/rmqha/rmqha/libs/metasync
 
-go 1.26
+go 1.26.0
+
+require (
+	github.com/nats-io/nats-server/v2 v2.15.3
+	github.com/nats-io/nats.go v1.55.0
+	github.com/rmqha/rmqha/libs/broker v0.0.0
+	github.com/rmqha/rmqha/libs/commitlog v0.0.0
+	github.com/rmqha/rmqha/libs/remoting v0.0.0
+	github.com/sirupsen/logrus v1.10.2
+	github.com/stretchr/testify v1.12.1
+)
+
+require (
+	github.com/antithesishq/antithesis-sdk-go v0.9.0-default-no-op // indirect
+	github.com/google/go-tpm v0.9.8 // indirect
+	github.com/klauspost/compress v1.20.4 // indirect
+	github.com/minio/highwayhash v1.0.4 // indirect
+	github.com/nats-io/jwt/v2 v2.8.3 // indirect
+	github.com/nats-io/nkeys v0.4.17 // indirect
+	github.com/nats-io/nuid v1.0.1 // indirect
+	go.yaml.in/yaml/v3 v3.0.5 // indirect
+	golang.org/x/crypto v0.58.0 // indirect
+	golang.org/x/sys v0.50.0 // indirect
+	golang.org/x/time v0.16.0 // indirect
+)
+
+replace (
+	github.com/rmqha/rmqha/libs/broker => ../broker
+	github.com/rmqha/rmqha/libs/commitlog => ../commitlog
+	github.com/rmqha/rmqha/libs/hawire => ../hawire
+	github.com/rmqha/rmqha/libs/props => ../props
+	github.com/rmqha/rmqha/libs/remoting => ../remoting
+)
