@@ -1,6 +1,8 @@
 package hawire_test
 
 import (
+	"errors"
+	"net"
 	"strings"
 	"testing"
 	"time"
@@ -135,4 +137,61 @@ func TestLagSecondsGrowsWhileSlaveIsAway(t *testing.T) {
 		st := m.Status()
 		return st.Slaves[0].LagBytes == 0 && st.Slaves[0].LagSeconds == 0
 	}, "lag gone: %+v", m.Status())
+}
+
+func TestMasterDropsSilentSlave(t *testing.T) {
+	ml := memlog.New(64 << 10)
+	cfg := hawiretest.MasterConfig(t.TempDir())
+	cfg.HousekeepingInterval = 400 * time.Millisecond
+	m := hawiretest.StartMaster(t, cfg, ml)
+	c, err := net.DialTimeout("tcp", m.Addr().String(), time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	fr := hawire.NewFrameReader(c, 0)
+	typ, body, err := fr.Next(hawire.MaxControlFrame)
+	if err != nil || typ != hawire.FrameHello {
+		t.Fatalf("hello: %v %v", typ, err)
+	}
+	if _, err := hawire.DecodeHello(body); err != nil {
+		t.Fatal(err)
+	}
+	hs := hawire.Handshake{Version: 1, Cluster: cfg.ClusterName, BrokerName: cfg.BrokerName, BrokerID: 3, SegmentSize: ml.SegmentSize()}
+	if _, err := c.Write(hawire.AppendHandshake(nil, hs)); err != nil {
+		t.Fatal(err)
+	}
+	hawiretest.Eventually(t, 5*time.Second, func() bool { return m.InSyncCount() == 2 }, "fake slave accepted")
+	// It never acknowledges anything: the master drops it.
+	hawiretest.Eventually(t, 10*time.Second, func() bool { return len(m.Status().Slaves) == 0 }, "silent slave dropped")
+	if m.Status().Counters.Expired != 1 {
+		t.Fatalf("counters %+v", m.Status().Counters)
+	}
+	_ = c.SetReadDeadline(time.Now().Add(5 * time.Second))
+	for {
+		if _, _, err := fr.Next(hawire.MaxDataFrame); err != nil {
+			var ne net.Error
+			if errors.As(err, &ne) && ne.Timeout() {
+				t.Fatal("connection left open")
+			}
+			break
+		}
+	}
+}
+
+func TestSlaveReconnectsWhenMasterGoesSilent(t *testing.T) {
+	ml, sl := memlog.New(64<<10), memlog.New(64<<10)
+	m := hawiretest.StartMaster(t, hawiretest.MasterConfig(t.TempDir()), ml)
+	p := hawiretest.NewProxy(t, m.Addr().String())
+	scfg := hawiretest.SlaveConfig(t.TempDir())
+	scfg.HousekeepingInterval = 400 * time.Millisecond
+	s := hawiretest.StartSlave(t, scfg, sl, p.Addr())
+	hawiretest.Eventually(t, 5*time.Second, func() bool { return s.Status().Connected }, "connected")
+	p.SetDelay(time.Hour) // bytes stop arriving, the TCP connection stays up
+	hawiretest.Eventually(t, 10*time.Second, func() bool { return p.Accepted() >= 2 }, "slave redials after silence")
+	p.SetDelay(0)
+	if _, err := ml.Append(hawiretest.Record(300, 1)); err != nil {
+		t.Fatal(err)
+	}
+	hawiretest.WaitCaughtUp(t, ml, sl, 10*time.Second)
 }

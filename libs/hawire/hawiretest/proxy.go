@@ -1,8 +1,6 @@
 package hawiretest
 
 import (
-	"errors"
-	"io"
 	"net"
 	"sync"
 	"sync/atomic"
@@ -129,13 +127,20 @@ type chunk struct {
 func (p *Proxy) pump(src, dst net.Conn) {
 	defer p.wg.Done()
 	q := make(chan chunk, 1024)
+	kill := make(chan struct{}) // closed when src ends: pending sleeps stop at once
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
 		defer p.untrack(dst)
 		for ch := range q {
 			if d := time.Until(ch.at); d > 0 {
-				time.Sleep(d)
+				t := time.NewTimer(d)
+				select {
+				case <-t.C:
+				case <-kill:
+					t.Stop()
+					return
+				}
 			}
 			b := ch.b
 			for len(b) > 0 {
@@ -145,8 +150,6 @@ func (p *Proxy) pump(src, dst net.Conn) {
 					time.Sleep(time.Duration(int64(n) * int64(time.Second) / r))
 				}
 				if _, err := dst.Write(b[:n]); err != nil {
-					for range q {
-					}
 					return
 				}
 				b = b[n:]
@@ -157,15 +160,16 @@ func (p *Proxy) pump(src, dst net.Conn) {
 	for {
 		n, err := src.Read(buf)
 		if n > 0 {
-			q <- chunk{b: append([]byte(nil), buf[:n]...), at: time.Now().Add(time.Duration(p.delay.Load()))}
+			select {
+			case q <- chunk{b: append([]byte(nil), buf[:n]...), at: time.Now().Add(time.Duration(p.delay.Load()))}:
+			case <-done:
+			}
 		}
 		if err != nil {
-			if !errors.Is(err, io.EOF) && !errors.Is(err, net.ErrClosed) {
-				_ = err
-			}
 			break
 		}
 	}
+	close(kill)
 	close(q)
 	<-done
 	p.untrack(src)
