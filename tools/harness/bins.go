@@ -50,10 +50,15 @@ var (
 // this checkout.
 func BuildBinaries() (string, error) {
 	buildOnce.Do(func() {
+		root, err := RepoRoot()
+		if err != nil {
+			buildErr = err
+			return
+		}
 		if d := os.Getenv("RMQHA_BIN_DIR"); d != "" {
 			ok := true
-			for name := range Services {
-				if !fileExists(filepath.Join(d, name)) {
+			for _, pkg := range buildable(root) {
+				if !fileExists(filepath.Join(d, filepath.Base(pkg))) {
 					ok = false
 				}
 			}
@@ -61,11 +66,6 @@ func BuildBinaries() (string, error) {
 				buildDir = d
 				return
 			}
-		}
-		root, err := RepoRoot()
-		if err != nil {
-			buildErr = err
-			return
 		}
 		dir, err := os.MkdirTemp("", "rmqha-bin-")
 		if err != nil {
@@ -78,12 +78,20 @@ func BuildBinaries() (string, error) {
 	return buildDir, buildErr
 }
 
+// buildable lists the services whose folder holds Go files yet.
+func buildable(root string) []string {
+	var pkgs []string
+	for _, pkg := range Services {
+		if m, _ := filepath.Glob(filepath.Join(root, pkg, "*.go")); len(m) > 0 {
+			pkgs = append(pkgs, pkg)
+		}
+	}
+	return pkgs
+}
+
 // BuildInto builds every service from root into dir.
 func BuildInto(root, dir string) error {
-	args := []string{"build", "-o", dir + string(os.PathSeparator)}
-	for _, pkg := range Services {
-		args = append(args, pkg)
-	}
+	args := append([]string{"build", "-o", dir + string(os.PathSeparator)}, buildable(root)...)
 	cmd := exec.Command("go", args...)
 	cmd.Dir = root
 	cmd.Env = append(os.Environ(), "CGO_ENABLED=0", fmt.Sprintf("GOMAXPROCS=%d", runtime.NumCPU()))
