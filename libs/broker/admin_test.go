@@ -206,3 +206,39 @@ func TestStatusHTTP(t *testing.T) {
 	require.NoError(t, b.Shutdown(context.Background()))
 	require.Error(t, b.Healthy())
 }
+
+func TestQueueLocks(t *testing.T) {
+	b := startBroker(t, testConfig(t))
+	c := newTestClient(t)
+	body := func(client string, q ...int) []byte {
+		s := `{"consumerGroup":"og","clientId":"` + client + `","mqSet":[`
+		for i, id := range q {
+			if i > 0 {
+				s += ","
+			}
+			s += `{"topic":"T","brokerName":"broker-a","queueId":` + strconv.Itoa(id) + `}`
+		}
+		return []byte(s + "]}")
+	}
+	locked := func(resp *remoting.Command) []int {
+		require.Equal(t, remoting.Success, resp.Code, resp.Remark)
+		var out struct {
+			Set []struct {
+				QueueID int `json:"queueId"`
+			} `json:"lockOKMQSet"`
+		}
+		require.NoError(t, json.Unmarshal(resp.Body, &out))
+		ids := []int{}
+		for _, q := range out.Set {
+			ids = append(ids, q.QueueID)
+		}
+		return ids
+	}
+	require.Equal(t, []int{0, 1}, locked(invoke(t, c, b.Addr(), remoting.LockBatchMQ, nil, body("a", 0, 1))))
+	require.Equal(t, []int{2}, locked(invoke(t, c, b.Addr(), remoting.LockBatchMQ, nil, body("b", 1, 2))))
+	require.Equal(t, remoting.Success, invoke(t, c, b.Addr(), remoting.UnlockBatchMQ, nil, body("a", 1)).Code)
+	require.Equal(t, []int{1, 2}, locked(invoke(t, c, b.Addr(), remoting.LockBatchMQ, nil, body("b", 1, 2))))
+	// An unrenewed lock expires.
+	require.Equal(t, []lockQueue{{"T", "broker-a", 0}}, b.locks.tryLock("og", "c", []lockQueue{{"T", "broker-a", 0}}, time.Now().Add(lockMaxLive+time.Second)))
+	require.Equal(t, remoting.SystemError, invoke(t, c, b.Addr(), remoting.LockBatchMQ, nil, []byte("{")).Code)
+}

@@ -36,6 +36,7 @@ type Broker struct {
 	clients *clientRegistry
 	holds   *holdService
 	pipe    *sendPipeline
+	locks   *queueLocks
 	httpSrv *httpServer
 
 	ln           net.Listener
@@ -268,6 +269,7 @@ func (b *Broker) start() error {
 	}
 	b.holds = newHoldService(b)
 	b.pipe = newSendPipeline(b)
+	b.locks = newQueueLocks()
 	b.store.OnDispatch(b.holds.notify)
 
 	rc := remoting.DefaultServerConfig()

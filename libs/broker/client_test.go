@@ -250,3 +250,81 @@ func sum(m map[uint64]int) int {
 	}
 	return n
 }
+
+// TestRealClientOrderly: messages sent with a hash queue selector are consumed in send order
+// per sharding key by an orderly push consumer, which locks its queues with LOCK_BATCH_MQ.
+func TestRealClientOrderly(t *testing.T) {
+	rlog.SetLogLevel("error")
+	ns := startNSStub(t)
+	cfg := testConfig(t)
+	cfg.NamesrvAddr = ns.addr()
+	b := startBroker(t, cfg)
+	c := newTestClient(t)
+	const topic = "OrderTopic"
+	resp := invoke(t, c, b.Addr(), remoting.UpdateAndCreateTopic, map[string]string{"topic": topic, "readQueueNums": "4", "writeQueueNums": "4", "perm": "6"}, nil)
+	require.Equal(t, remoting.Success, resp.Code)
+	require.Eventually(t, func() bool { return ns.hasTopic("broker-a", topic) }, 10*time.Second, 10*time.Millisecond)
+	run := strconv.FormatInt(time.Now().UnixNano(), 36)
+
+	p, err := rocketmq.NewProducer(
+		producer.WithNameServer([]string{ns.addr()}),
+		producer.WithGroupName("order-pg"),
+		producer.WithQueueSelector(producer.NewHashQueueSelector()),
+		producer.WithInstanceName("order-p-"+run),
+	)
+	require.NoError(t, err)
+	require.NoError(t, p.Start())
+	defer p.Shutdown()
+	const perKey = 15
+	keys := []string{"alpha", "beta", "gamma"}
+	for i := 0; i < perKey; i++ {
+		for _, k := range keys {
+			m := primitive.NewMessage(topic, []byte(k+"-"+strconv.Itoa(i)))
+			m.WithShardingKey(k)
+			r, err := p.SendSync(context.Background(), m)
+			require.NoError(t, err)
+			require.Equal(t, primitive.SendOK, r.Status)
+		}
+	}
+
+	var mu sync.Mutex
+	seen := map[string][]int{}
+	pc, err := rocketmq.NewPushConsumer(
+		consumer.WithNameServer([]string{ns.addr()}),
+		consumer.WithGroupName("order-cg"),
+		consumer.WithConsumeFromWhere(consumer.ConsumeFromFirstOffset),
+		consumer.WithConsumerOrder(true),
+		consumer.WithInstance("order-c-"+run),
+	)
+	require.NoError(t, err)
+	require.NoError(t, pc.Subscribe(topic, consumer.MessageSelector{Type: consumer.TAG, Expression: "*"},
+		func(_ context.Context, msgs ...*primitive.MessageExt) (consumer.ConsumeResult, error) {
+			mu.Lock()
+			defer mu.Unlock()
+			for _, m := range msgs {
+				k, n, _ := strings.Cut(string(m.Body), "-")
+				i, _ := strconv.Atoi(n)
+				seen[k] = append(seen[k], i)
+			}
+			return consumer.ConsumeSuccess, nil
+		}))
+	require.NoError(t, pc.Start())
+	defer pc.Shutdown()
+	require.Eventually(t, func() bool {
+		mu.Lock()
+		defer mu.Unlock()
+		total := 0
+		for _, l := range seen {
+			total += len(l)
+		}
+		return total >= perKey*len(keys)
+	}, 40*time.Second, 20*time.Millisecond)
+	mu.Lock()
+	defer mu.Unlock()
+	for _, k := range keys {
+		require.Len(t, seen[k], perKey, k)
+		for i, v := range seen[k] {
+			require.Equal(t, i, v, "key %s out of order: %v", k, seen[k])
+		}
+	}
+}

@@ -28,6 +28,8 @@ func (b *Broker) registerHandlers() {
 	h(remoting.HeartBeat, b.handleHeartbeat)
 	h(remoting.UnregisterClient, b.handleUnregisterClient)
 	h(remoting.GetConsumerListByGroup, b.handleGetConsumerList)
+	h(remoting.LockBatchMQ, b.handleLockBatch)
+	h(remoting.UnlockBatchMQ, b.handleUnlockBatch)
 	// Metadata and admin.
 	h(remoting.UpdateAndCreateTopic, b.handleUpdateAndCreateTopic)
 	h(remoting.DeleteTopicInBroker, b.handleDeleteTopic)
