@@ -105,7 +105,7 @@ const (
 	// can follow it is below RocketMQ's 4 MiB message cap; 64 MiB leaves room.
 	MaxDataFrame = 64 << 20
 	// MaxEpochEntries bounds the epoch list in an Accept frame and the epoch file.
-	MaxEpochEntries = 1 << 16
+	MaxEpochEntries = 1 << 15
 	// ProofLen is the length of an HMAC-SHA256 proof.
 	ProofLen = 32
 	// NonceLen is the length of the master's Hello nonce.

@@ -16,7 +16,9 @@
 // (AppendRaw) and acknowledges its written and flushed offsets after every
 // append and at least every HeartbeatInterval. The master sends a Heartbeat
 // when it had nothing to send for HeartbeatInterval. Either side drops a
-// peer it has not heard from for HousekeepingInterval.
+// peer it has not heard from for HousekeepingInterval; bytes of a large
+// frame still arriving count as being heard from, and the master's writes
+// get a fresh deadline every 256 KiB, so a slow but moving link is kept.
 //
 //	slave                                     master
 //	  | ----------------- TCP connect ---------> |
@@ -142,4 +144,17 @@
 // connection and is counted; it never moves the acknowledged offset. A slave
 // is in sync while connected and no more than MaxGapNotInSync bytes behind
 // the master's MaxOffset.
+//
+// Master.WaitReplicated(end, deadline) answers, for a message ending at end:
+//
+//	ReplOK                 InSyncReplicas copies (master included) hold it     SEND_OK
+//	ReplTimeout            the deadline passed first; stored on the master     FLUSH_SLAVE_TIMEOUT
+//	ReplSlaveNotAvailable  fewer than InSyncReplicas copies in sync when the   SLAVE_NOT_AVAILABLE
+//	                       send arrived; stored on the master only
+//
+// Waiters are kept ordered by end offset; one ack completes every waiter it
+// covers, and one timer completes expired ones at their deadline. In strict
+// mode (MinInSyncReplicas > 1) Master.CanAccept returns ErrNotEnoughInSync
+// before the message is stored. Without a Secret, anyone who can reach the
+// HA port can speak the protocol: configure one, or firewall the port.
 package hawire
