@@ -16,6 +16,9 @@ func (s *Store) Truncate(offset int64) error {
 	if err := s.writable(); err != nil {
 		return err
 	}
+	if _, err := s.commitLocked(); err != nil {
+		return err
+	}
 	max, min := s.maxOffset.Load(), s.minOffset.Load()
 	if offset == max {
 		return nil
@@ -90,6 +93,7 @@ func (s *Store) Reset(startOffset int64) error {
 	if err := s.writable(); err != nil {
 		return err
 	}
+	s.wbuf = s.wbuf[:0]
 	s.dispatchMu.Lock()
 	defer s.dispatchMu.Unlock()
 	s.flushRunMu.Lock()

@@ -3,6 +3,7 @@ package commitlog
 import (
 	"fmt"
 	"path/filepath"
+	"time"
 )
 
 var zeroPage = make([]byte, 64<<10)
@@ -74,8 +75,12 @@ func (s *Store) appendBatch(ms []*Message, res []AppendResult) error {
 		s.appendMu.Unlock()
 		return err
 	}
-	pos := s.maxOffset.Load()
+	pos := s.appendPosLocked()
 	if rem := s.segEnd(pos) - pos; int64(total)+BlankMinLength > rem {
+		if _, err := s.commitLocked(); err != nil {
+			s.appendMu.Unlock()
+			return err
+		}
 		if err := s.writePadding(pos, rem); err != nil {
 			s.appendMu.Unlock()
 			return err
@@ -118,12 +123,26 @@ func (s *Store) appendBatch(ms []*Message, res []AppendResult) error {
 	if cap(buf) <= 1<<20 {
 		s.encBuf = buf
 	}
-	if err := s.writeLocked(pos, buf); err != nil {
-		s.appendMu.Unlock()
-		return err
+	committed := int64(-1)
+	if s.cfg.WriteBuffer > 0 {
+		s.wbuf = append(s.wbuf, buf...)
+		if len(s.wbuf) >= s.cfg.WriteBuffer {
+			c, err := s.commitLocked()
+			if err != nil {
+				s.appendMu.Unlock()
+				return err
+			}
+			committed = c
+		}
+	} else {
+		if err := s.writeLocked(pos, buf); err != nil {
+			s.appendMu.Unlock()
+			return err
+		}
+		s.maxOffset.Store(off)
+		committed = off
 	}
 	s.queueOffsets[key] = qoff
-	s.maxOffset.Store(off)
 	s.appendMu.Unlock()
 
 	for i := range res {
@@ -131,8 +150,67 @@ func (s *Store) appendBatch(ms []*Message, res []AppendResult) error {
 	}
 	s.nAppends.Add(int64(len(ms)))
 	s.nBytes.Add(int64(len(buf)))
-	s.afterAppend(off)
+	if committed >= 0 {
+		s.afterAppend(committed)
+	}
 	return nil
+}
+
+// appendPosLocked is where the next record goes: after the file's bytes and
+// the write buffer.
+func (s *Store) appendPosLocked() int64 { return s.maxOffset.Load() + int64(len(s.wbuf)) }
+
+// commitLocked writes the write buffer to the file and publishes it
+// (appendMu held). It returns the new max offset, or -1 if nothing was
+// pending.
+func (s *Store) commitLocked() (int64, error) {
+	if len(s.wbuf) == 0 {
+		return -1, nil
+	}
+	if err := s.writable(); err != nil && !s.closed.Load() {
+		return -1, err
+	}
+	pos := s.maxOffset.Load()
+	if err := s.writeLocked(pos, s.wbuf); err != nil {
+		s.wbuf = s.wbuf[:0]
+		return -1, err
+	}
+	end := pos + int64(len(s.wbuf))
+	s.maxOffset.Store(end)
+	if cap(s.wbuf) > 2*s.cfg.WriteBuffer+(1<<20) {
+		s.wbuf = nil
+	} else {
+		s.wbuf = s.wbuf[:0]
+	}
+	return end, nil
+}
+
+// commit writes pending buffered appends to the file.
+func (s *Store) commit() error {
+	if s.cfg.WriteBuffer <= 0 {
+		return nil
+	}
+	s.appendMu.Lock()
+	end, err := s.commitLocked()
+	s.appendMu.Unlock()
+	if end >= 0 {
+		s.afterAppend(end)
+	}
+	return err
+}
+
+func (s *Store) commitLoop() {
+	defer s.wg.Done()
+	t := time.NewTicker(s.cfg.CommitInterval)
+	defer t.Stop()
+	for {
+		select {
+		case <-t.C:
+		case <-s.stopCh:
+			return
+		}
+		_ = s.commit()
+	}
 }
 
 func (s *Store) afterAppend(max int64) {
@@ -227,6 +305,10 @@ func (s *Store) createSegment(start int64) (*segment, error) {
 func (s *Store) AppendRaw(offset int64, data []byte) error {
 	s.appendMu.Lock()
 	if err := s.writable(); err != nil {
+		s.appendMu.Unlock()
+		return err
+	}
+	if _, err := s.commitLocked(); err != nil {
 		s.appendMu.Unlock()
 		return err
 	}

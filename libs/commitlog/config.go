@@ -75,6 +75,15 @@ type Config struct {
 	// record by record even after a clean shutdown (bit rot, damaged tails).
 	// Default 1.
 	RecoveryCheckSegments int
+	// WriteBuffer, when positive, is the size in bytes of a user-space append
+	// buffer: Append copies records into it and they reach the file when it
+	// fills, every CommitInterval, or before a flush. Faster for small
+	// messages, but an acknowledged ASYNC_FLUSH append can be lost by a
+	// process crash before its commit (RocketMQ's transientStorePool trade).
+	// Default 0: every append is written to the file before Append returns.
+	WriteBuffer int
+	// CommitInterval is how often a non-empty WriteBuffer is written to the file. Default 1ms.
+	CommitInterval time.Duration
 	// StoreHost is written into STOREHOST and offset message ids (brokerIP1:listenPort).
 	StoreHost netip.AddrPort
 	// TagsCode computes a message's consume-queue tags code; nil means Java
@@ -103,6 +112,7 @@ func DefaultConfig() Config {
 		CleanInterval:         10 * time.Second,
 		CheckpointInterval:    time.Second,
 		RecoveryCheckSegments: 1,
+		CommitInterval:        time.Millisecond,
 		StoreHost:             netip.AddrPortFrom(netip.AddrFrom4([4]byte{127, 0, 0, 1}), 10911),
 		FS:                    vfs.Default,
 		Logger:                discardLogger(),
@@ -148,6 +158,10 @@ func (c Config) Validate() error {
 		return bad("CheckpointInterval", "must be positive", c.CheckpointInterval)
 	case c.RecoveryCheckSegments < 0:
 		return bad("RecoveryCheckSegments", "must not be negative", c.RecoveryCheckSegments)
+	case c.WriteBuffer < 0:
+		return bad("WriteBuffer", "must not be negative", c.WriteBuffer)
+	case c.WriteBuffer > 0 && c.CommitInterval <= 0:
+		return bad("CommitInterval", "must be positive with a WriteBuffer", c.CommitInterval)
 	case c.FS == nil:
 		return bad("FS", "must be set", nil)
 	case c.Logger == nil:

@@ -5,7 +5,10 @@ import (
 	"time"
 )
 
-const dispatchChunk = 1 << 20
+const (
+	dispatchChunk = 1 << 20
+	dispatchPace  = 500 * time.Microsecond
+)
 
 // dispatchLoop follows the CommitLog from the dispatched offset and adds
 // consume-queue units. It runs the same way behind Append and AppendRaw.
@@ -26,6 +29,13 @@ func (s *Store) dispatchLoop() {
 		if err := s.dispatchAvailable(); err != nil && err != lastErr {
 			s.log.WithError(err).Error("dispatch failed")
 			lastErr = err
+		}
+		// Pace passes (as RocketMQ's reput service does) so that a busy
+		// log is dispatched in batches, not one pass per record.
+		select {
+		case <-time.After(dispatchPace):
+		case <-s.stopCh:
+			return
 		}
 	}
 }

@@ -179,6 +179,9 @@ func (s *Store) flushLoop() {
 
 // flushOnce fsyncs the CommitLog up to the current max offset.
 func (s *Store) flushOnce() {
+	if err := s.commit(); err != nil {
+		return
+	}
 	s.flushRunMu.Lock()
 	target := s.maxOffset.Load()
 	from := s.flushed.Load()

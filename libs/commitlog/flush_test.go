@@ -177,3 +177,26 @@ func TestWaitFlushAfterClose(t *testing.T) {
 	require.NoError(t, s.Close())
 	require.ErrorIs(t, recvErr(t, s.WaitFlush(1<<40, time.Now().Add(time.Hour))), ErrClosed)
 }
+
+func TestWriteBufferCommitAndFlush(t *testing.T) {
+	mem := vfs.NewMem()
+	cfg := testConfig(mem)
+	cfg.WriteBuffer = 1 << 20
+	cfg.CommitInterval = time.Hour // only flushes and full buffers commit
+	cfg.FlushInterval = time.Hour
+	s := openStore(t, cfg)
+	r := mustAppend(t, s, msg("T", 0, "buffered", ""))
+	require.Equal(t, int64(0), s.MaxOffset(), "not in the file yet")
+	_, err := s.ReadRecord(r.WroteOffset)
+	require.ErrorIs(t, err, ErrOffsetBeyondEnd)
+	require.NoError(t, recvErr(t, s.WaitFlush(r.EndOffset, time.Now().Add(5*time.Second))))
+	require.Equal(t, r.EndOffset, s.MaxOffset())
+	rec, err := s.ReadRecord(r.WroteOffset)
+	require.NoError(t, err)
+	require.Equal(t, "buffered", bodyOf(t, rec))
+	r2 := mustAppend(t, s, msg("T", 0, "on close", ""))
+	require.NoError(t, s.Close())
+	s = openStore(t, testConfig(mem))
+	defer s.Close()
+	require.Equal(t, r2.EndOffset, s.MaxOffset())
+}

@@ -81,6 +81,7 @@ type Store struct {
 	appendMu     sync.Mutex
 	queueOffsets map[qkey]int64
 	encBuf       []byte
+	wbuf         []byte // buffered appends not yet in the file (WriteBuffer)
 
 	// segMu guards segs; readers hold it shared across a pread.
 	segMu sync.RWMutex
@@ -251,6 +252,10 @@ func Open(cfg Config) (*Store, error) {
 		return nil, err
 	}
 	s.wg.Add(4)
+	if cfg.WriteBuffer > 0 {
+		s.wg.Add(1)
+		go s.commitLoop()
+	}
 	go s.flushLoop()
 	go s.sweepLoop()
 	go s.dispatchLoop()
@@ -266,7 +271,11 @@ func (s *Store) Close() error {
 		s.appendMu.Unlock()
 		return ErrClosed
 	}
+	end, _ := s.commitLocked()
 	s.appendMu.Unlock()
+	if end >= 0 {
+		s.afterAppend(end)
+	}
 	close(s.stopCh)
 	s.wg.Wait()
 	var firstErr error
