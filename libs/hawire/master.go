@@ -469,6 +469,12 @@ func (m *Master) sendLoop(mc *masterConn, lg logrus.FieldLogger, done <-chan str
 		m.mu.Unlock()
 		switch {
 		case plan.Data:
+			if min := m.log.MinOffset(); plan.Offset < min {
+				// Retention removed what this slave still needs.
+				lg.WithFields(logrus.Fields{"offset": plan.Offset, "masterMin": min}).Warn("HA slave fell behind the master's oldest segment")
+				m.sendError(mc, ErrorFrame{Code: CodeOffsetTooOld, Offset: min, Message: "offset deleted while streaming"})
+				return
+			}
 			data, err := m.log.ReadRaw(plan.Offset, plan.MaxBytes)
 			if err == nil && len(data) == 0 {
 				// A record larger than the batch: read it whole.
