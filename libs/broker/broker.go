@@ -59,6 +59,10 @@ type Broker struct {
 	pulls       atomic.Uint64
 }
 
+// shutdownFlushGrace is how long Shutdown lets connection writers flush answers produced
+// while stopping before it closes the connections.
+const shutdownFlushGrace = 200 * time.Millisecond
+
 const (
 	stateNew int32 = iota
 	stateRunning
@@ -329,15 +333,14 @@ func (b *Broker) Shutdown(ctx context.Context) error {
 
 func (b *Broker) teardown(ctx context.Context) error {
 	var errs []error
+	// Name servers first, so clients stop routing here while requests are still answered.
 	if b.nsCli != nil && b.srv != nil {
 		b.unregisterAll(ctx)
 	}
 	b.cancel()
-	if b.srv != nil {
-		errs = append(errs, b.srv.Close())
-	} else if b.ln != nil {
-		b.ln.Close()
-	}
+	// New writes are refused from here on (the state is no longer running). Answer what is in
+	// flight before the connections close: held pulls, then sends waiting for replication
+	// (closing the HA master completes their waiters) or for the disk.
 	if b.holds != nil {
 		b.holds.stop()
 	}
@@ -346,6 +349,31 @@ func (b *Broker) teardown(ctx context.Context) error {
 	}
 	if b.pipe != nil {
 		b.pipe.stop()
+	}
+	// remoting.Server.Close drops frames still queued for writing; give the connection writers
+	// a moment to flush the answers just produced (bounded by ctx).
+	var answered int64
+	if b.pipe != nil {
+		answered += b.pipe.answeredAtStop.Load()
+	}
+	if b.holds != nil {
+		answered += b.holds.answeredAtStop.Load()
+	}
+	if answered > 0 && b.srv != nil {
+		if b.ln != nil {
+			_ = b.ln.Close() // stop accepting meanwhile
+		}
+		t := time.NewTimer(shutdownFlushGrace)
+		select {
+		case <-t.C:
+		case <-ctx.Done():
+		}
+		t.Stop()
+	}
+	if b.srv != nil {
+		errs = append(errs, b.srv.Close())
+	} else if b.ln != nil {
+		b.ln.Close()
 	}
 	if b.slave != nil {
 		errs = append(errs, b.slave.Close())

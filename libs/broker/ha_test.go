@@ -285,3 +285,31 @@ func TestSlaveLongPollWakesOnReplication(t *testing.T) {
 	require.Equal(t, "5", resp.Ext("nextBeginOffset"))
 	require.NoError(t, s.Healthy())
 }
+
+// TestShutdownAnswersPendingSyncSends: a send waiting for a stalled slave is answered
+// (FLUSH_SLAVE_TIMEOUT, stored) by a clean shutdown instead of losing its connection.
+func TestShutdownAnswersPendingSyncSends(t *testing.T) {
+	cfg := syncMasterConfig(t)
+	cfg.SlaveTimeout = 20 * time.Second
+	m := startBroker(t, cfg)
+	proxy := startStallProxy(t, m.HAAddr())
+	startBroker(t, slaveConfig(t, proxy.addr()))
+	require.Eventually(t, func() bool { return m.master.InSyncCount() == 2 }, 10*time.Second, 5*time.Millisecond)
+	c := newTestClient(t)
+	require.Equal(t, remoting.Success, send(t, c, m.Addr(), "SD", 0, "", "warm").Code)
+	proxy.setPaused(true)
+	done := make(chan *remoting.Command, 1)
+	go func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		resp, _ := c.Invoke(ctx, m.Addr(), remoting.NewRequest(remoting.SendMessage, sendExt("SD", 0, ""), []byte("pending")))
+		done <- resp
+	}()
+	require.Eventually(t, func() bool { return m.master.Status().PendingWaiters == 1 }, 10*time.Second, 2*time.Millisecond)
+	require.NoError(t, m.Shutdown(context.Background()))
+	resp := <-done
+	require.NotNil(t, resp, "the pending send got no answer")
+	require.Equal(t, remoting.FlushSlaveTimeout, resp.Code, resp.Remark)
+	require.Equal(t, "true", resp.Ext("stored"))
+	proxy.setPaused(false)
+}

@@ -3,6 +3,7 @@ package broker
 import (
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/rmqha/rmqha/libs/remoting"
@@ -26,6 +27,8 @@ type holdService struct {
 	done    chan struct{}
 	wg      sync.WaitGroup
 	tick    time.Duration
+	// answeredAtStop counts held pulls answered by stop.
+	answeredAtStop atomic.Int64
 }
 
 func newHoldService(b *Broker) *holdService {
@@ -175,7 +178,9 @@ func (h *holdService) answerAll() {
 	for _, list := range all {
 		for _, pr := range list {
 			resp := newPullNotFound(pr)
-			_ = pr.w.Write(resp)
+			if pr.w.Write(resp) == nil {
+				h.answeredAtStop.Add(1)
+			}
 		}
 	}
 }

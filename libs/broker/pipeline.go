@@ -2,6 +2,7 @@ package broker
 
 import (
 	"sync"
+	"sync/atomic"
 
 	"github.com/rmqha/rmqha/libs/hawire"
 )
@@ -17,6 +18,8 @@ type sendPipeline struct {
 	signal chan struct{}
 	done   chan struct{}
 	wg     sync.WaitGroup
+	// answeredAtStop counts answers written after stop began.
+	answeredAtStop atomic.Int64
 }
 
 func newSendPipeline(b *Broker) *sendPipeline {
@@ -40,6 +43,13 @@ func (p *sendPipeline) stop() {
 }
 
 func (p *sendPipeline) add(ps *pendingSend) {
+	select {
+	case <-p.done:
+		// Stopped (shutdown): a send stored just before still gets its answer.
+		go p.wait(ps)
+		return
+	default:
+	}
 	p.mu.Lock()
 	p.queue = append(p.queue, ps)
 	p.mu.Unlock()
@@ -63,6 +73,11 @@ func (p *sendPipeline) run() {
 		batch := p.take()
 		for _, ps := range batch {
 			p.wait(ps)
+			select {
+			case <-p.done:
+				p.answeredAtStop.Add(1)
+			default:
+			}
 		}
 		if len(batch) > 0 {
 			continue
@@ -73,6 +88,7 @@ func (p *sendPipeline) run() {
 			// Drain whatever arrived before the stop.
 			for _, ps := range p.take() {
 				p.wait(ps)
+				p.answeredAtStop.Add(1)
 			}
 			return
 		}

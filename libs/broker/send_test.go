@@ -1,6 +1,8 @@
 package broker
 
 import (
+	"context"
+	"net"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -194,4 +196,28 @@ func TestSyncFlush(t *testing.T) {
 	// WAIT=false does not wait for the disk.
 	resp = invoke(t, c, b.Addr(), remoting.SendMessage, sendExt("SF", 0, props("WAIT", "false")), []byte("nowait"))
 	require.Equal(t, remoting.Success, resp.Code, resp.Remark)
+}
+
+func TestStartFailureCleansUp(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	defer ln.Close()
+	cfg := testConfig(t)
+	cfg.ListenPort = ln.Addr().(*net.TCPAddr).Port // taken
+	b, err := New(cfg, testLogger())
+	require.NoError(t, err)
+	require.Error(t, b.Start())
+	require.ErrorIs(t, b.Start(), ErrClosed)
+	require.NoError(t, b.Shutdown(context.Background()))
+
+	// The HA port taken: the store opened before is closed again (a new broker can open it).
+	cfg = testConfig(t)
+	cfg.HAListenPort = ln.Addr().(*net.TCPAddr).Port
+	cfg.ListenPort = 0
+	b, err = New(cfg, testLogger())
+	require.NoError(t, err)
+	require.Error(t, b.Start())
+	cfg.HAListenPort = 0
+	b2 := startBroker(t, cfg)
+	require.NotEmpty(t, b2.Addr())
 }
