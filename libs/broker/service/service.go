@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/rmqha/rmqha/libs/broker"
+	"github.com/rmqha/rmqha/libs/discovery"
 	"github.com/rmqha/rmqha/libs/props"
 	"github.com/sirupsen/logrus"
 )
@@ -104,6 +105,7 @@ func Main(o Options, args, environ []string, stderr io.Writer) int {
 
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
 	defer stop()
+	followConsul(ctx, b, eff, environ, log)
 	<-ctx.Done()
 	log.Info("signal received, shutting down")
 	timeout := o.ShutdownTimeout
@@ -137,4 +139,31 @@ func SlaveRoles(c broker.Config) error {
 		return fmt.Errorf("brokerRole=%s: this binary runs SLAVE only; use the master binary", c.BrokerRole)
 	}
 	return nil
+}
+
+// followConsul makes a slave without a static haMasterAddress watch Consul
+// for its master's HA address (blocking queries), when CONSUL_HTTP_ADDR is
+// set. Without Consul the slave still learns the address from the name
+// servers' registration answers.
+func followConsul(ctx context.Context, b *broker.Broker, cfg broker.Config, environ []string, log logrus.FieldLogger) {
+	if cfg.IsMaster() || cfg.HAMasterAddress != "" {
+		return
+	}
+	addr := ""
+	for _, kv := range environ {
+		if v, ok := strings.CutPrefix(kv, "CONSUL_HTTP_ADDR="); ok {
+			addr = v
+		}
+	}
+	if addr == "" {
+		return
+	}
+	client, err := discovery.NewClient(addr)
+	if err != nil {
+		log.WithError(err).Warn("consul client: master discovery through Consul disabled")
+		return
+	}
+	l := log.WithField("component", "discovery")
+	b.FollowMaster(ctx, &discovery.MasterWatcher{Client: client, Cluster: cfg.BrokerClusterName, BrokerName: cfg.BrokerName, Log: l})
+	l.WithField("consul", addr).Info("following the master's HA address in Consul")
 }
