@@ -1,0 +1,384 @@
+package schedule
+
+import (
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/rmqha/rmqha/libs/commitlog"
+	"github.com/sirupsen/logrus"
+)
+
+// Store is the part of the message store the Service reads:
+// *commitlog.Store implements it.
+type Store interface {
+	GetMessages(topic string, queueID int32, offset int64, maxMsgs int, maxBytes int, match func(tagsCode int64) bool) commitlog.GetResult
+	QueueMaxOffset(topic string, queueID int32) int64
+	Queues() map[string][]int32
+}
+
+// Offsets holds the per-level delivery progress: *meta.DelayOffsetTable
+// implements it.
+type Offsets interface {
+	Get(level int32) (offset int64, found bool)
+	Update(level int32, offset int64) bool
+	Persist() error
+}
+
+// Putter stores a due message in its real topic. The broker implements it
+// with its normal internal append (no flush or replication wait). A nil
+// error means the message is stored; any error makes the Service retry the
+// same message later.
+type Putter interface {
+	Put(m *commitlog.Message) error
+}
+
+// Service delivers due messages of SCHEDULE_TOPIC_XXXX to their real topics.
+type Service struct {
+	cfg     Config
+	store   Store
+	offsets Offsets
+	put     Putter
+	log     logrus.FieldLogger
+
+	wake  []chan struct{} // per level index, capacity 1
+	stats []levelStats
+
+	mu      sync.Mutex
+	running bool
+	stop    chan struct{}
+	noFinal atomic.Bool // set by halt: exit without the final persist
+	wg      sync.WaitGroup
+}
+
+type levelStats struct {
+	offset    atomic.Int64
+	delivered atomic.Int64
+	retries   atomic.Int64
+	skipped   atomic.Int64
+	nextDue   atomic.Int64
+}
+
+// LevelStats describes one level.
+type LevelStats struct {
+	Level     int
+	Delay     time.Duration
+	Offset    int64 // next queue offset to deliver
+	Delivered int64 // messages delivered since New
+	Retries   int64 // failed Put attempts since New
+	Skipped   int64 // unreadable or unrestorable entries passed over since New
+	NextDue   int64 // ms delivery time of the head being waited for, 0 when idle
+}
+
+// New validates cfg and builds a stopped Service.
+func New(cfg Config, store Store, offsets Offsets, put Putter) (*Service, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	s := &Service{
+		cfg: cfg, store: store, offsets: offsets, put: put,
+		log:   cfg.Logger.WithField("component", "schedule"),
+		wake:  make([]chan struct{}, len(cfg.Levels)),
+		stats: make([]levelStats, len(cfg.Levels)),
+	}
+	for i := range s.wake {
+		s.wake[i] = make(chan struct{}, 1)
+	}
+	return s, nil
+}
+
+// Levels returns the level table in use.
+func (s *Service) Levels() Levels { return s.cfg.Levels }
+
+// Notify wakes a level whose queue may have a new entry. Cheap and
+// non-blocking; unknown levels are ignored. Call it once the entry is in the
+// consume queue (see OnDispatch); a call made earlier is not lost forever,
+// IdleRecheck picks the entry up.
+func (s *Service) Notify(level int) {
+	if level < 1 || level > len(s.wake) {
+		return
+	}
+	select {
+	case s.wake[level-1] <- struct{}{}:
+	default:
+	}
+}
+
+// OnDispatch has the signature of commitlog.Store.OnDispatch's callback:
+// register it there (store.OnDispatch(svc.OnDispatch)) and every new unit of
+// a schedule queue wakes its level.
+func (s *Service) OnDispatch(topic string, queueID int32, _ int64) {
+	if topic == Topic {
+		s.Notify(int(queueID) + 1)
+	}
+}
+
+// Running reports whether the delivery loops run.
+func (s *Service) Running() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.running
+}
+
+// Start starts one delivery loop per level, each from the level's offset in
+// the Offsets table (0 when none), and the persist ticker. Starting a running
+// Service does nothing.
+func (s *Service) Start() error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.running {
+		return nil
+	}
+	s.warnOrphans()
+	s.running = true
+	s.stop = make(chan struct{})
+	s.noFinal.Store(false)
+	for i := range s.cfg.Levels {
+		off, _ := s.offsets.Get(int32(i + 1))
+		s.wg.Add(1)
+		go s.runLevel(i+1, off, s.stop)
+	}
+	s.wg.Add(1)
+	go s.persistLoop(s.stop)
+	s.log.WithField("levels", s.cfg.Levels.String()).Info("delay delivery started")
+	return nil
+}
+
+// Stop stops the loops, waits for them (a Put in progress completes first)
+// and persists the offsets; it returns the persist error. Stopping a stopped
+// Service does nothing.
+func (s *Service) Stop() error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if !s.running {
+		return nil
+	}
+	close(s.stop)
+	s.wg.Wait()
+	s.running = false
+	err := s.offsets.Persist()
+	if err != nil {
+		s.log.WithError(err).Error("persisting delay offsets at stop failed")
+	}
+	s.log.Info("delay delivery stopped")
+	return err
+}
+
+// halt stops the loops without any further persist: what a kill -9 leaves.
+func (s *Service) halt() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if !s.running {
+		return
+	}
+	s.noFinal.Store(true)
+	close(s.stop)
+	s.wg.Wait()
+	s.running = false
+}
+
+// Stats returns one entry per level.
+func (s *Service) Stats() []LevelStats {
+	out := make([]LevelStats, len(s.stats))
+	for i := range s.stats {
+		st := &s.stats[i]
+		out[i] = LevelStats{
+			Level: i + 1, Delay: s.cfg.Levels[i],
+			Offset: st.offset.Load(), Delivered: st.delivered.Load(),
+			Retries: st.retries.Load(), Skipped: st.skipped.Load(), NextDue: st.nextDue.Load(),
+		}
+	}
+	return out
+}
+
+// warnOrphans logs schedule queues beyond the level table that still hold
+// undelivered entries: they stay where they are until their level returns.
+func (s *Service) warnOrphans() {
+	for _, q := range s.store.Queues()[Topic] {
+		level := int(q) + 1
+		if level <= len(s.cfg.Levels) {
+			continue
+		}
+		off, _ := s.offsets.Get(int32(level))
+		if max := s.store.QueueMaxOffset(Topic, q); max > off {
+			s.log.WithField("level", level).WithField("offset", off).WithField("pending", max-off).
+				Warn("schedule queue of a level missing from the level table holds undelivered messages; they stay until the level is configured again")
+		}
+	}
+}
+
+func (s *Service) persistLoop(stop <-chan struct{}) {
+	defer s.wg.Done()
+	t := time.NewTicker(s.cfg.PersistInterval)
+	defer t.Stop()
+	for {
+		select {
+		case <-stop:
+			return
+		case <-t.C:
+			// A halt may race with the tick; a kill -9 could equally land
+			// after this write, so either order is a faithful crash.
+			if s.noFinal.Load() {
+				return
+			}
+			if err := s.offsets.Persist(); err != nil {
+				s.log.WithError(err).Warn("persisting delay offsets failed; retried at the next tick")
+			}
+		}
+	}
+}
+
+// sleep waits d or until stop; it reports false on stop.
+func sleep(stop <-chan struct{}, d time.Duration) bool {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-stop:
+		return false
+	case <-t.C:
+		return true
+	}
+}
+
+func (s *Service) advance(level int, off int64) {
+	s.stats[level-1].offset.Store(off)
+	s.offsets.Update(int32(level), off)
+}
+
+// runLevel delivers level's queue in order from off.
+func (s *Service) runLevel(level int, off int64, stop <-chan struct{}) {
+	defer s.wg.Done()
+	st := &s.stats[level-1]
+	st.offset.Store(off)
+	qid := int32(level - 1)
+	delay := s.cfg.Levels[level-1]
+	log := s.log.WithField("level", level)
+	idle := func() bool {
+		st.nextDue.Store(0)
+		t := time.NewTimer(s.cfg.IdleRecheck)
+		defer t.Stop()
+		select {
+		case <-stop:
+			return false
+		case <-s.wake[level-1]:
+		case <-t.C:
+		}
+		return true
+	}
+	for {
+		select {
+		case <-stop:
+			return
+		default:
+		}
+		var tags int64
+		res := s.store.GetMessages(Topic, qid, off, 1, 0, func(tc int64) bool { tags = tc; return true })
+		switch res.Status {
+		case commitlog.Found:
+		case commitlog.OffsetOverflowOne, commitlog.NoMatchedLogicQueue:
+			if !idle() {
+				return
+			}
+			continue
+		case commitlog.NoMessageInQueue:
+			if off != 0 {
+				log.WithField("offset", off).Warn("schedule queue is empty; delivery offset reset to 0")
+				off = 0
+				s.advance(level, off)
+			}
+			if !idle() {
+				return
+			}
+			continue
+		case commitlog.OffsetOverflowBadly:
+			// The queue is shorter than our progress (a truncated or
+			// re-copied store): continue at its end so that new entries are
+			// not skipped.
+			log.WithField("offset", off).WithField("max", res.MaxOffset).Warn("delivery offset beyond the schedule queue; moved to its end")
+			off = res.MaxOffset
+			s.advance(level, off)
+			continue
+		default:
+			// OffsetTooSmall (retention removed entries), MessageWasRemoving,
+			// OffsetFoundNull, NoMatchedMessage (unreadable entries): move on
+			// to where the store says the next readable entry is.
+			if res.NextBeginOffset > off {
+				log.WithField("offset", off).WithField("next", res.NextBeginOffset).WithField("status", res.Status.String()).
+					Error("schedule queue entries unreadable or removed; skipped")
+				st.skipped.Add(res.NextBeginOffset - off)
+				off = res.NextBeginOffset
+				s.advance(level, off)
+				continue
+			}
+			if !idle() {
+				return
+			}
+			continue
+		}
+		next := res.NextBeginOffset
+		rec, _, err := commitlog.DecodeRecord(res.Records[0])
+		if err != nil {
+			log.WithError(err).WithField("offset", off).Error("schedule record undecodable; skipped")
+			st.skipped.Add(1)
+			off = next
+			s.advance(level, off)
+			continue
+		}
+		// Wait for the head: entries behind it are due no earlier (same
+		// delay, later store time), so the level blocks on its first entry.
+		if !s.waitDue(st, tags, delay, stop) {
+			return
+		}
+		msg, err := Restore(rec)
+		if err != nil {
+			log.WithError(err).WithField("offset", rec.QueueOffset).Error("scheduled message cannot be restored; skipped")
+			st.skipped.Add(1)
+			off = next
+			s.advance(level, off)
+			continue
+		}
+		if !s.putWithRetry(st, log, msg, rec.QueueOffset, stop) {
+			return
+		}
+		st.delivered.Add(1)
+		off = next
+		s.advance(level, off)
+	}
+}
+
+// waitDue blocks until the clock reaches the delivery time tags (ms). A
+// delivery time further away than the level's delay (a clock that stepped
+// back, a level shortened since the message was stored) is treated as due
+// now, as RocketMQ corrects it.
+func (s *Service) waitDue(st *levelStats, due int64, delay time.Duration, stop <-chan struct{}) bool {
+	for {
+		now := s.cfg.Now()
+		nowMs := now.UnixMilli()
+		if due <= nowMs || due > nowMs+delay.Milliseconds() {
+			st.nextDue.Store(0)
+			return true
+		}
+		st.nextDue.Store(due)
+		if !sleep(stop, time.UnixMilli(due).Sub(now)) {
+			return false
+		}
+	}
+}
+
+func (s *Service) putWithRetry(st *levelStats, log logrus.FieldLogger, msg *commitlog.Message, qoff int64, stop <-chan struct{}) bool {
+	backoff := s.cfg.RetryBackoff
+	for {
+		m := *msg
+		err := s.put.Put(&m)
+		if err == nil {
+			return true
+		}
+		st.retries.Add(1)
+		log.WithError(err).WithField("offset", qoff).WithField("topic", msg.Topic).WithField("retry_in", backoff.String()).
+			Warn("delivering a due message failed; retrying the same message")
+		if !sleep(stop, backoff) {
+			return false
+		}
+		backoff = min(backoff*2, s.cfg.MaxRetryBackoff)
+	}
+}
