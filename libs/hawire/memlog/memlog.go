@@ -141,8 +141,8 @@ func (l *Log) tail() *segment {
 	return s
 }
 
-// Append writes one whole record (TOTALSIZE must equal len(record)) and
-// returns its offset, padding the current segment with a BLANK first when
+// Append writes one whole record (TOTALSIZE must equal len(record)), sets
+// its PHYSICALOFFSET field (V1/V2 records) and returns its offset, padding the current segment with a BLANK first when
 // the record does not fit.
 func (l *Log) Append(record []byte) (int64, error) {
 	if len(record) < 8 || int(int32(binary.BigEndian.Uint32(record))) != len(record) || int64(len(record))+8 > l.segSize {
@@ -161,6 +161,10 @@ func (l *Log) Append(record []byte) (int64, error) {
 	}
 	off := l.max
 	s.data = append(s.data, record...)
+	if m := binary.BigEndian.Uint32(record[4:]); len(record) >= 36 && (m == hawire.MagicV1 || m == hawire.MagicV2) {
+		// PHYSICALOFFSET: a record states where it is stored, as the real store writes it.
+		binary.BigEndian.PutUint64(s.data[off-s.start+28:], uint64(off))
+	}
 	l.max += int64(len(record))
 	max := l.max
 	l.mu.Unlock()
