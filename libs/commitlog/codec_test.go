@@ -143,6 +143,9 @@ func TestJavaStringHash(t *testing.T) {
 		if got := JavaStringHash(s); got != want {
 			t.Errorf("hash(%q) = %d want %d", s, got, want)
 		}
+		if got := javaHashBytes([]byte(s)); got != want {
+			t.Errorf("bytes hash(%q) = %d want %d", s, got, want)
+		}
 	}
 	if DefaultTagsCode("TAGS\x01TagA\x02") != 2598919 || DefaultTagsCode("") != 0 {
 		t.Fatal("tags code")

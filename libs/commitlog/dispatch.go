@@ -159,8 +159,8 @@ func (s *Store) tagsCode(m *recordMeta) int64 {
 	if s.cfg.TagsCode != nil {
 		return s.cfg.TagsCode(string(m.topic), ParseProperties(string(m.props)), m.storeTimestamp)
 	}
-	if t, ok := lookupProperty(m.props, PropertyTags); ok {
-		return int64(JavaStringHash(t))
+	if t, ok := lookupPropertyBytes(m.props, PropertyTags); ok {
+		return int64(javaHashBytes(t))
 	}
 	return 0
 }

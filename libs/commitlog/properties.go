@@ -56,6 +56,49 @@ func AppendProperties(dst []byte, m map[string]string) []byte {
 	return dst
 }
 
+// lookupPropertyBytes finds one property's value without allocating.
+func lookupPropertyBytes(props []byte, name string) ([]byte, bool) {
+	for len(props) > 0 {
+		var pair []byte
+		if i := indexByte(props, propPairSep); i >= 0 {
+			pair, props = props[:i], props[i+1:]
+		} else {
+			pair, props = props, nil
+		}
+		j := indexByte(pair, propNameSep)
+		if j <= 0 || j == len(pair)-1 {
+			continue
+		}
+		if string(pair[:j]) == name {
+			return pair[j+1:], true
+		}
+	}
+	return nil, false
+}
+
+// javaHashBytes is JavaStringHash over UTF-8 bytes.
+func javaHashBytes(b []byte) int32 {
+	var h int32
+	for i := 0; i < len(b); {
+		c := b[i]
+		if c < utf8.RuneSelf {
+			h = 31*h + int32(c)
+			i++
+			continue
+		}
+		r, size := utf8.DecodeRune(b[i:])
+		i += size
+		if r >= 0x10000 {
+			r1, r2 := utf16.EncodeRune(r)
+			h = 31*h + int32(r1)
+			h = 31*h + int32(r2)
+			continue
+		}
+		h = 31*h + int32(r)
+	}
+	return h
+}
+
 // lookupProperty finds one property without building a map.
 func lookupProperty(props []byte, name string) (string, bool) {
 	for len(props) > 0 {
@@ -118,7 +161,13 @@ func OffsetMsgID(storeHost netip.AddrPort, physOffset int64) string {
 	var buf [28]byte
 	b := appendHost(buf[:0], storeHost)
 	b = binary.BigEndian.AppendUint64(b, uint64(physOffset))
-	return strings.ToUpper(hex.EncodeToString(b))
+	const digits = "0123456789ABCDEF"
+	var out [56]byte
+	for i, c := range b {
+		out[2*i] = digits[c>>4]
+		out[2*i+1] = digits[c&0xF]
+	}
+	return string(out[:2*len(b)])
 }
 
 // ParseOffsetMsgID is the inverse of OffsetMsgID (32 hex chars for IPv4, 56 for IPv6).

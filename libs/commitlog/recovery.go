@@ -385,15 +385,16 @@ func (s *Store) cutSegments(offset int64) error {
 	for keep < len(s.segs) && (s.segs[keep].start < offset || (s.segs[keep].start == offset && keep == 0)) {
 		keep++
 	}
-	for _, sg := range s.segs[keep:] {
+	s.segMu.Lock()
+	drop := append([]*segment(nil), s.segs[keep:]...)
+	s.segs = s.segs[:keep]
+	s.segMu.Unlock()
+	for _, sg := range drop {
 		sg.f.Close()
 		if err := s.fs.Remove(sg.name); err != nil && !errors.Is(err, fs.ErrNotExist) {
 			return fmt.Errorf("commitlog: remove %s: %w", sg.name, err)
 		}
 	}
-	s.segMu.Lock()
-	s.segs = s.segs[:keep]
-	s.segMu.Unlock()
 	if keep > 0 {
 		last := s.segs[keep-1]
 		if n := offset - last.start; n >= 0 {
@@ -417,12 +418,13 @@ func (s *Store) cutSegments(offset int64) error {
 // resetFiles removes every CommitLog and consume-queue file and creates an
 // empty segment at start.
 func (s *Store) resetFiles(start int64) error {
-	for _, sg := range s.segs {
-		sg.f.Close()
-	}
 	s.segMu.Lock()
+	old := s.segs
 	s.segs = nil
 	s.segMu.Unlock()
+	for _, sg := range old {
+		sg.f.Close()
+	}
 	if err := s.fs.RemoveAll(s.clDir); err != nil {
 		return err
 	}

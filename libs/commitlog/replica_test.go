@@ -220,3 +220,28 @@ func TestResetAndReader(t *testing.T) {
 	require.Equal(t, 3*cfg.SegmentSize, s.MinOffset())
 	require.Equal(t, r.EndOffset, s.MaxOffset())
 }
+
+// A partial record at the tail (bytes of a record not all there yet) makes
+// the dispatcher wait, not fail.
+func TestDispatcherWaitsOnPartialTail(t *testing.T) {
+	s := openStore(t, testConfig(vfs.NewMem()))
+	defer s.Close()
+	mustAppend(t, s, msg("T", 0, "first", ""))
+	waitDispatched(t, s)
+	rec := AppendRecord(nil, &Record{QueueID: 0, QueueOffset: 1, PhysicalOffset: s.MaxOffset(), Body: []byte("second"), BodyCRC: BodyCRC([]byte("second")), Topic: "T", StoreHost: s.cfg.StoreHost})
+	start := s.MaxOffset()
+	s.appendMu.Lock()
+	require.NoError(t, s.writeLocked(start, rec[:40]))
+	s.maxOffset.Store(start + 40)
+	s.appendMu.Unlock()
+	require.NoError(t, s.dispatchAvailable())
+	require.Equal(t, start, s.DispatchedOffset(), "waits at the partial record")
+	require.Nil(t, s.Err())
+	s.appendMu.Lock()
+	require.NoError(t, s.writeLocked(start+40, rec[40:]))
+	s.maxOffset.Store(start + int64(len(rec)))
+	s.appendMu.Unlock()
+	require.NoError(t, s.dispatchAvailable())
+	require.Equal(t, s.MaxOffset(), s.DispatchedOffset())
+	require.Equal(t, int64(2), s.QueueMaxOffset("T", 0))
+}
