@@ -19,6 +19,7 @@
 //
 //	<prefix>.<cluster>.<brokerName>.<table>         Announcement (metasync publishes)
 //	<prefix>status.<cluster>.<brokerName>.<brokerId>  FollowerReport (slaves publish)
+//	<prefix>changed.<cluster>.<brokerName>           doorbell to metasync: pull this group now
 //
 // prefix defaults to "rmqha.meta"; table is one of topics, subscriptionGroups,
 // consumerOffsets, delayOffsets (AllTables). Names are escaped with EscapeToken

@@ -9,6 +9,7 @@ import (
 //
 //	rmqha.meta.<cluster>.<brokerName>.<table>      announcements (metasync → slaves)
 //	rmqha.metastatus.<cluster>.<brokerName>.<id>   follower reports (slaves → metasync)
+//	rmqha.metachanged.<cluster>.<brokerName>       "pull me now" (a master → metasync)
 //
 // A slave subscribes to rmqha.meta.<cluster>.<brokerName>.* ; metasync's
 // status page subscribes to rmqha.metastatus.> .
@@ -18,6 +19,9 @@ const DefaultSubjectPrefix = "rmqha.meta"
 // (rmqha.meta → rmqha.metastatus), so that a slave's wildcard never matches a
 // report.
 const statusSuffix = "status"
+
+// changedSuffix turns the prefix into the master doorbell prefix (rmqha.metachanged).
+const changedSuffix = "changed"
 
 // EscapeToken makes a cluster or broker name safe as one subject token:
 // bytes outside [A-Za-z0-9_|-] become %XX (RocketMQ names hardly ever need it;
@@ -79,6 +83,35 @@ func GroupSubject(prefix, cluster, brokerName string) string {
 // StatusSubject is where the follower of broker id brokerID reports what it holds.
 func StatusSubject(prefix, cluster, brokerName string, brokerID int64) string {
 	return fmt.Sprintf("%s%s.%s.%s.%d", prefix, statusSuffix, EscapeToken(cluster), EscapeToken(brokerName), brokerID)
+}
+
+// ChangedSubject is the doorbell a master (or an admin tool) may ring after
+// changing a table: metasync pulls that group at once instead of waiting for
+// its next scheduled pull. The payload is ignored.
+func ChangedSubject(prefix, cluster, brokerName string) string {
+	return prefix + changedSuffix + "." + EscapeToken(cluster) + "." + EscapeToken(brokerName)
+}
+
+// ChangedWildcard matches every ChangedSubject under prefix.
+func ChangedWildcard(prefix string) string { return prefix + changedSuffix + ".>" }
+
+// ParseChangedSubject splits a ChangedSubject.
+func ParseChangedSubject(prefix, subject string) (cluster, brokerName string, err error) {
+	rest, ok := strings.CutPrefix(subject, prefix+changedSuffix+".")
+	if !ok {
+		return "", "", fmt.Errorf("%w: %q", ErrInvalidSubject, subject)
+	}
+	c, b, ok := strings.Cut(rest, ".")
+	if !ok || strings.Contains(b, ".") {
+		return "", "", fmt.Errorf("%w: %q", ErrInvalidSubject, subject)
+	}
+	if cluster, err = UnescapeToken(c); err != nil {
+		return "", "", err
+	}
+	if brokerName, err = UnescapeToken(b); err != nil {
+		return "", "", err
+	}
+	return cluster, brokerName, checkNames(cluster, brokerName)
 }
 
 // StatusWildcard matches every follower report under prefix.

@@ -40,6 +40,7 @@ type Service struct {
 	cancel    context.CancelFunc
 	wg        sync.WaitGroup
 	unsubRep  func() error
+	unsubChg  func() error
 	closeOnce sync.Once
 
 	mu      sync.Mutex
@@ -54,6 +55,7 @@ type group struct {
 	key    groupKey
 	cancel context.CancelFunc
 	done   chan struct{}
+	kick   chan struct{} // a master's "pull me now"
 
 	mu     sync.Mutex
 	target Target
@@ -167,6 +169,9 @@ func (s *Service) Start() error {
 		if s.unsubRep, err = s.bus.Subscribe(metasync.StatusWildcard(cfg.SubjectPrefix), s.onReport); err != nil {
 			s.log.WithError(err).Warn("cannot subscribe to follower reports")
 		}
+		if s.unsubChg, err = s.bus.Subscribe(metasync.ChangedWildcard(cfg.SubjectPrefix), s.onChanged); err != nil {
+			s.log.WithError(err).Warn("cannot subscribe to master doorbells")
+		}
 	}
 	s.ctx, s.cancel = context.WithCancel(context.Background())
 	s.http = &http.Server{Handler: s.Handler(), ReadHeaderTimeout: 10 * time.Second}
@@ -214,6 +219,9 @@ func (s *Service) Close() error {
 		if s.unsubRep != nil {
 			_ = s.unsubRep()
 		}
+		if s.unsubChg != nil {
+			_ = s.unsubChg()
+		}
 		s.closeBus()
 		_ = s.rc.Close()
 		s.unlock()
@@ -249,7 +257,7 @@ func (s *Service) setTargets(ts []Target) {
 			continue
 		}
 		ctx, cancel := context.WithCancel(s.ctx)
-		g := &group{key: k, target: t, cancel: cancel, done: make(chan struct{}), tables: map[metasync.Table]*tableSync{}}
+		g := &group{key: k, target: t, cancel: cancel, done: make(chan struct{}), kick: make(chan struct{}, 1), tables: map[metasync.Table]*tableSync{}}
 		for _, tbl := range metasync.AllTables {
 			g.tables[tbl] = &tableSync{}
 		}
@@ -319,6 +327,7 @@ func (s *Service) syncLoop(ctx context.Context, g *group, lost <-chan struct{}) 
 		case <-lost:
 			return
 		case <-t.C:
+		case <-g.kick:
 		}
 	}
 }
@@ -402,6 +411,24 @@ func (s *Service) onReport(_ string, data []byte) {
 		s.reports[k] = m
 	}
 	m[r.BrokerID] = r
+}
+
+// onChanged pulls a group at once when its master rings the doorbell.
+func (s *Service) onChanged(subject string, _ []byte) {
+	c, b, err := metasync.ParseChangedSubject(s.cfg.SubjectPrefix, subject)
+	if err != nil {
+		return
+	}
+	s.mu.Lock()
+	g := s.groups[groupKey{c, b}]
+	s.mu.Unlock()
+	if g == nil {
+		return
+	}
+	select {
+	case g.kick <- struct{}{}:
+	default:
+	}
 }
 
 // owns reports whether this instance serves k's snapshots: it holds the lock,

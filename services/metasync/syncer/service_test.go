@@ -3,6 +3,7 @@ package syncer
 import (
 	"context"
 	"encoding/json"
+	"math/rand/v2"
 	"net/http"
 	"testing"
 	"time"
@@ -35,6 +36,7 @@ func TestTopicConvergence(t *testing.T) {
 	slow := 0
 	for i := 0; i < 20; i++ {
 		name := "CONV_" + string(rune('A'+i))
+		time.Sleep(rand.N(interval)) // sample every phase of the pull schedule
 		start := time.Now()
 		putTopic(t, master.t(), name)
 		waitFor(t, 20*time.Second, name+" on the slave", func() bool { return sl.hasTopic(name) })
@@ -46,6 +48,20 @@ func TestTopicConvergence(t *testing.T) {
 	}
 	t.Logf("topic create -> applied on slave (syncInterval %v): %s; over 2s: %d", interval, distribution(ds), slow)
 	require.Equal(t, metasync.SourceNATS, sl.f.Status().Table(metasync.TableTopics).Source)
+
+	// With the master's doorbell the pull schedule no longer matters.
+	bell := dialBus(t, nats.URL())
+	ds = ds[:0]
+	for i := 0; i < 20; i++ {
+		name := "BELL_" + string(rune('A'+i))
+		time.Sleep(rand.N(interval))
+		start := time.Now()
+		putTopic(t, master.t(), name)
+		require.NoError(t, bell.Publish(metasync.ChangedSubject(metasync.DefaultSubjectPrefix, cluster, broker), nil))
+		waitFor(t, 20*time.Second, name+" on the slave", func() bool { return sl.hasTopic(name) })
+		ds = append(ds, time.Since(start))
+	}
+	t.Logf("topic create + master doorbell -> applied on slave: %s", distribution(ds))
 }
 
 func TestDeletesAndOffsets(t *testing.T) {
