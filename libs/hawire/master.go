@@ -68,10 +68,12 @@ func NewMaster(cfg MasterConfig, log Log) (*Master, error) {
 		return nil, err
 	}
 	max := log.MaxOffset()
-	hist.TruncateTo(max + 1) // entries beyond the log (crash during truncation) hold nothing
 	next := EpochEntry{Epoch: 1, StartOffset: max}
 	if l, ok := hist.Last(); ok {
-		next.Epoch = l.Epoch + 1
+		next.Epoch = l.Epoch + 1 // never reuse a number, even one truncated away below
+	}
+	hist.TruncateTo(max + 1) // entries beyond the log (crash during truncation) hold nothing
+	if l, ok := hist.Last(); ok {
 		if l.StartOffset == max {
 			hist.entries = hist.entries[:len(hist.entries)-1] // empty epoch: replace it
 		}

@@ -195,3 +195,26 @@ func TestSlaveReconnectsWhenMasterGoesSilent(t *testing.T) {
 	}
 	hawiretest.WaitCaughtUp(t, ml, sl, 10*time.Second)
 }
+
+func TestMasterNeverReusesAnEpochNumber(t *testing.T) {
+	dir := t.TempDir()
+	if err := hawire.SaveEpochFile(dir, []hawire.EpochEntry{{Epoch: 1, StartOffset: 0}, {Epoch: 2, StartOffset: 100}, {Epoch: 3, StartOffset: 200}}); err != nil {
+		t.Fatal(err)
+	}
+	ml := memlog.New(64 << 10)
+	if _, err := ml.Append(hawiretest.Record(150, 1)); err != nil { // the log was cut back to 150
+		t.Fatal(err)
+	}
+	m, err := hawire.NewMaster(hawiretest.MasterConfig(dir), ml)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if m.Epoch() != 4 {
+		t.Fatalf("epoch %d", m.Epoch())
+	}
+	got, _ := hawire.LoadEpochFile(dir)
+	want := []hawire.EpochEntry{{Epoch: 1, StartOffset: 0}, {Epoch: 2, StartOffset: 100}, {Epoch: 4, StartOffset: 150}}
+	if len(got) != 3 || got[0] != want[0] || got[1] != want[1] || got[2] != want[2] {
+		t.Fatalf("epochs %+v", got)
+	}
+}
