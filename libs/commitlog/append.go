@@ -167,7 +167,8 @@ func (s *Store) commitLocked() (int64, error) {
 	if len(s.wbuf) == 0 {
 		return -1, nil
 	}
-	if err := s.writable(); err != nil && !s.closed.Load() {
+	if err := s.Err(); err != nil {
+		s.wbuf = s.wbuf[:0]
 		return -1, err
 	}
 	pos := s.maxOffset.Load()
