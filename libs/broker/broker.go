@@ -54,6 +54,7 @@ type Broker struct {
 	regTrigger chan struct{}
 	stopOnce   sync.Once
 
+	lateAnswers atomic.Int64 // answers written while stopping (flushed before connections close)
 	sendRejects atomic.Uint64
 	sends       atomic.Uint64
 	pulls       atomic.Uint64
@@ -352,14 +353,7 @@ func (b *Broker) teardown(ctx context.Context) error {
 	}
 	// remoting.Server.Close drops frames still queued for writing; give the connection writers
 	// a moment to flush the answers just produced (bounded by ctx).
-	var answered int64
-	if b.pipe != nil {
-		answered += b.pipe.answeredAtStop.Load()
-	}
-	if b.holds != nil {
-		answered += b.holds.answeredAtStop.Load()
-	}
-	if answered > 0 && b.srv != nil {
+	if b.lateAnswers.Load() > 0 && b.srv != nil {
 		if b.ln != nil {
 			_ = b.ln.Close() // stop accepting meanwhile
 		}

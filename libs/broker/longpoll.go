@@ -3,7 +3,6 @@ package broker
 import (
 	"strconv"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/rmqha/rmqha/libs/remoting"
@@ -27,8 +26,6 @@ type holdService struct {
 	done    chan struct{}
 	wg      sync.WaitGroup
 	tick    time.Duration
-	// answeredAtStop counts held pulls answered by stop.
-	answeredAtStop atomic.Int64
 }
 
 func newHoldService(b *Broker) *holdService {
@@ -179,7 +176,7 @@ func (h *holdService) answerAll() {
 		for _, pr := range list {
 			resp := newPullNotFound(pr)
 			if pr.w.Write(resp) == nil {
-				h.answeredAtStop.Add(1)
+				h.b.lateAnswers.Add(1)
 			}
 		}
 	}

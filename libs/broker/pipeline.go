@@ -2,7 +2,6 @@ package broker
 
 import (
 	"sync"
-	"sync/atomic"
 
 	"github.com/rmqha/rmqha/libs/hawire"
 )
@@ -18,8 +17,6 @@ type sendPipeline struct {
 	signal chan struct{}
 	done   chan struct{}
 	wg     sync.WaitGroup
-	// answeredAtStop counts answers written after stop began.
-	answeredAtStop atomic.Int64
 }
 
 func newSendPipeline(b *Broker) *sendPipeline {
@@ -73,11 +70,6 @@ func (p *sendPipeline) run() {
 		batch := p.take()
 		for _, ps := range batch {
 			p.wait(ps)
-			select {
-			case <-p.done:
-				p.answeredAtStop.Add(1)
-			default:
-			}
 		}
 		if len(batch) > 0 {
 			continue
@@ -88,7 +80,6 @@ func (p *sendPipeline) run() {
 			// Drain whatever arrived before the stop.
 			for _, ps := range p.take() {
 				p.wait(ps)
-				p.answeredAtStop.Add(1)
 			}
 			return
 		}

@@ -489,5 +489,7 @@ func (b *Broker) finish(p *pendingSend, flushErr error, repl hawire.ReplStatus, 
 	}
 	p.resp.Code = code
 	p.resp.ExtFields["replicas"] = strconv.Itoa(replicas)
-	_ = p.w.Write(p.resp)
+	if p.w.Write(p.resp) == nil && !b.running() {
+		b.lateAnswers.Add(1)
+	}
 }
