@@ -212,8 +212,8 @@ func TestCrashRedeliversAtMostOnePersistInterval(t *testing.T) {
 	}, 30*time.Second, time.Millisecond)
 	// kill -9: the loops and the persist ticker vanish, nothing more is
 	// written; the disk holds what was written so far.
-	svc.halt()
 	killAt := time.Now()
+	svc.halt()
 	inMemory := e.tables.Delay.All()
 	firstRun := rec.deliveries()
 	spy.mu.Lock()
