@@ -1,0 +1,322 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/apache/rocketmq-client-go/v2/primitive"
+	"github.com/rmqha/rmqha/libs/remoting"
+)
+
+// rawProducer sends SEND_MESSAGE frames straight to the masters over its own connection,
+// round-robin over the writable queues: no client library in the way.
+type rawProducer struct {
+	cfg    Config
+	st     *stats
+	cli    *remoting.Client
+	queues []queueRef
+	next   int
+}
+
+func newRawProducer(cfg Config, r *route, i int, st *stats) (*rawProducer, error) {
+	if len(r.write) == 0 {
+		return nil, fmt.Errorf("topic %s has no writable queue on a master", cfg.Topic)
+	}
+	return &rawProducer{cfg: cfg, st: st, cli: newRemotingClient(cfg.SendTimeout), queues: r.write, next: i}, nil
+}
+
+func (p *rawProducer) close() { _ = p.cli.Close() }
+
+func (p *rawProducer) request() (addr string, req *remoting.Command) {
+	q := p.queues[p.next%len(p.queues)]
+	p.next++
+	ext := map[string]string{
+		"producerGroup": "bench-pg", "topic": p.cfg.Topic, "queueId": strconv.Itoa(q.queueID), "sysFlag": "0",
+		"bornTimestamp": strconv.FormatInt(time.Now().UnixMilli(), 10), "flag": "0", "reconsumeTimes": "0",
+		"unitMode": "false", "maxReconsumeTimes": "0", "defaultTopic": "TBW102", "defaultTopicQueueNums": "4",
+		"batch": "false", "properties": "", "bname": q.brokerName,
+	}
+	return q.addrs[0], remoting.NewRequest(remoting.SendMessage, ext, p.st.body(p.cfg.Size))
+}
+
+// sendStatus maps a send response code to its status name, or an error.
+func sendStatus(resp *remoting.Command) (string, error) {
+	switch resp.Code {
+	case remoting.Success:
+		return StatusOK, nil
+	case remoting.FlushDiskTimeout:
+		return StatusFlushDiskTimeout, nil
+	case remoting.FlushSlaveTimeout:
+		return StatusFlushSlaveTimeout, nil
+	case remoting.SlaveNotAvailable:
+		return StatusSlaveNotAvailable, nil
+	}
+	return "", fmt.Errorf("CODE: %d, DESC: %s", resp.Code, resp.Remark)
+}
+
+func (p *rawProducer) run(ctx context.Context, stop <-chan struct{}) error {
+	sem := make(chan struct{}, p.cfg.Inflight)
+	var wg sync.WaitGroup
+	defer wg.Wait()
+	if p.cfg.Mode == ModeOneway {
+		defer p.barrier(ctx)
+	}
+	for {
+		select {
+		case <-stop:
+			return nil
+		default:
+		}
+		if !p.st.ticket(p.cfg.N) {
+			return nil
+		}
+		addr, req := p.request()
+		start := time.Now()
+		switch p.cfg.Mode {
+		case ModeSync:
+			p.invoke(ctx, addr, req, start)
+		case ModeAsync:
+			select {
+			case sem <- struct{}{}:
+			case <-stop:
+				return nil
+			}
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				defer func() { <-sem }()
+				p.invoke(ctx, addr, req, start)
+			}()
+		case ModeOneway:
+			err := p.cli.InvokeOneway(ctx, addr, req)
+			p.st.sendDone(StatusOneway, time.Since(start), err)
+		}
+	}
+}
+
+// barrier makes one round trip on every connection used: the connection writes in order, so
+// its answer means every oneway frame queued before it left this process.
+func (p *rawProducer) barrier(ctx context.Context) {
+	done := map[string]bool{}
+	for _, q := range p.queues {
+		addr := q.addrs[0]
+		if done[addr] {
+			continue
+		}
+		done[addr] = true
+		bctx, cancel := context.WithTimeout(ctx, p.cfg.SendTimeout)
+		ext := map[string]string{"topic": p.cfg.Topic, "queueId": strconv.Itoa(q.queueID), "bname": q.brokerName}
+		if _, err := p.cli.Invoke(bctx, addr, remoting.NewRequest(remoting.GetMaxOffset, ext, nil)); err != nil {
+			p.st.noteErr(fmt.Errorf("after oneway sends to %s: %w", addr, err))
+		}
+		cancel()
+	}
+}
+
+func (p *rawProducer) invoke(ctx context.Context, addr string, req *remoting.Command, start time.Time) {
+	ictx, cancel := context.WithTimeout(ctx, p.cfg.SendTimeout)
+	defer cancel()
+	resp, err := p.cli.Invoke(ictx, addr, req)
+	if err != nil {
+		p.st.sendDone("", 0, err)
+		return
+	}
+	status, err := sendStatus(resp)
+	p.st.sendDone(status, time.Since(start), err)
+}
+
+// rawConsumer pulls its share of the queues (queue i, i+N, ...) from the master or the slave
+// with long-polling PULL_MESSAGE requests, after registering the group's subscription there
+// with a HEART_BEAT.
+type rawConsumer struct {
+	cfg      Config
+	st       *stats
+	cli      *remoting.Client
+	group    string
+	clientID string
+	queues   []queueRef
+	offsets  []int64
+	all      bool
+	wg       sync.WaitGroup
+	cancel   context.CancelFunc
+}
+
+func newRawConsumer(cfg Config, a *admin, r *route, group string, i int, st *stats, all bool) (*rawConsumer, error) {
+	c := &rawConsumer{cfg: cfg, st: st, cli: newRemotingClient(10 * time.Second), group: group, all: all,
+		clientID: fmt.Sprintf("127.0.0.1@bench-%d-%x-%d", os.Getpid(), st.runID&0xffffff, i)}
+	for k, q := range r.read {
+		if k%cfg.Consumers == i {
+			c.queues = append(c.queues, q)
+		}
+	}
+	// Start at the current end unless draining what is there already.
+	for _, q := range c.queues {
+		off := int64(0)
+		if !all {
+			var err error
+			if off, err = queryOffset(a.cli, q, cfg.Topic, remoting.GetMaxOffset); err != nil {
+				return nil, err
+			}
+		}
+		c.offsets = append(c.offsets, off)
+	}
+	return c, nil
+}
+
+func queryOffset(cli *remoting.Client, q queueRef, topic string, code int16) (int64, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	ext := map[string]string{"topic": topic, "queueId": strconv.Itoa(q.queueID), "bname": q.brokerName}
+	resp, err := cli.Invoke(ctx, q.addrs[0], remoting.NewRequest(code, ext, nil))
+	if err != nil {
+		return 0, err
+	}
+	if resp.Code != remoting.Success {
+		return 0, fmt.Errorf("offset of %s/%d: code %d %s", topic, q.queueID, resp.Code, resp.Remark)
+	}
+	return resp.ExtInt64("offset")
+}
+
+func (c *rawConsumer) target(q queueRef) (string, error) {
+	id := int64(0)
+	if c.cfg.PullFrom == "slave" {
+		id = 1
+	}
+	if a := q.addrs[id]; a != "" {
+		return a, nil
+	}
+	return "", fmt.Errorf("no broker with id %d for %s in the route", id, q.brokerName)
+}
+
+func (c *rawConsumer) heartbeat(ctx context.Context, addr string) error {
+	type sub struct {
+		ClassFilterMode bool     `json:"classFilterMode"`
+		Topic           string   `json:"topic"`
+		SubString       string   `json:"subString"`
+		TagsSet         []string `json:"tagsSet"`
+		CodeSet         []string `json:"codeSet"`
+		SubVersion      int64    `json:"subVersion"`
+		ExpressionType  string   `json:"expressionType"`
+	}
+	body, err := json.Marshal(map[string]any{
+		"clientID":        c.clientID,
+		"producerDataSet": []any{},
+		"consumerDataSet": []any{map[string]any{
+			"groupName": c.group, "consumeType": "CONSUME_PASSIVELY", "messageModel": "CLUSTERING",
+			"consumeFromWhere": "CONSUME_FROM_FIRST_OFFSET", "unitMode": false,
+			"subscriptionDataSet": []sub{{Topic: c.cfg.Topic, SubString: "*", TagsSet: []string{}, CodeSet: []string{},
+				SubVersion: time.Now().UnixNano(), ExpressionType: "TAG"}},
+		}},
+	})
+	if err != nil {
+		return err
+	}
+	hctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	resp, err := c.cli.Invoke(hctx, addr, remoting.NewRequest(remoting.HeartBeat, nil, body))
+	if err != nil {
+		return err
+	}
+	if resp.Code != remoting.Success {
+		return fmt.Errorf("heartbeat to %s: code %d %s", addr, resp.Code, resp.Remark)
+	}
+	return nil
+}
+
+func (c *rawConsumer) start(parent context.Context) error {
+	ctx, cancel := context.WithCancel(parent)
+	c.cancel = cancel
+	seen := map[string]bool{}
+	for _, q := range c.queues {
+		addr, err := c.target(q)
+		if err != nil {
+			return err
+		}
+		if !seen[addr] {
+			if err := c.heartbeat(ctx, addr); err != nil {
+				return err
+			}
+			seen[addr] = true
+		}
+	}
+	c.wg.Add(1)
+	go func() { // keep the registration alive
+		defer c.wg.Done()
+		t := time.NewTicker(20 * time.Second)
+		defer t.Stop()
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case <-t.C:
+				for addr := range seen {
+					_ = c.heartbeat(ctx, addr)
+				}
+			}
+		}
+	}()
+	for k := range c.queues {
+		addr, _ := c.target(c.queues[k])
+		c.wg.Add(1)
+		go c.pullLoop(ctx, addr, c.queues[k], c.offsets[k])
+	}
+	return nil
+}
+
+func (c *rawConsumer) pullLoop(ctx context.Context, addr string, q queueRef, off int64) {
+	defer c.wg.Done()
+	for ctx.Err() == nil {
+		ext := map[string]string{
+			"consumerGroup": c.group, "topic": c.cfg.Topic, "queueId": strconv.Itoa(q.queueID),
+			"queueOffset": strconv.FormatInt(off, 10), "maxMsgNums": "32", "sysFlag": "2", "commitOffset": "-1",
+			"suspendTimeoutMillis": "1000", "subscription": "", "subVersion": "0", "expressionType": "TAG", "bname": q.brokerName,
+		}
+		pctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+		resp, err := c.cli.Invoke(pctx, addr, remoting.NewRequest(remoting.PullMessage, ext, nil))
+		cancel()
+		if err != nil {
+			if ctx.Err() == nil {
+				c.st.noteErr(fmt.Errorf("pull %s/%d from %s: %w", c.cfg.Topic, q.queueID, addr, err))
+				sleepCtx(ctx, 200*time.Millisecond)
+			}
+			continue
+		}
+		next, nerr := resp.ExtInt64("nextBeginOffset")
+		switch resp.Code {
+		case remoting.Success:
+			for _, m := range primitive.DecodeMessage(resp.Body) {
+				c.st.received(m.Body, c.all)
+			}
+		case remoting.PullNotFound, remoting.PullRetryImmediately, remoting.PullOffsetMoved:
+		default:
+			c.st.noteErr(fmt.Errorf("pull %s/%d from %s: code %d %s", c.cfg.Topic, q.queueID, addr, resp.Code, resp.Remark))
+			sleepCtx(ctx, 200*time.Millisecond)
+			continue
+		}
+		if nerr == nil {
+			off = next
+		}
+	}
+}
+
+func sleepCtx(ctx context.Context, d time.Duration) {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+	case <-t.C:
+	}
+}
+
+func (c *rawConsumer) close() {
+	if c.cancel != nil {
+		c.cancel()
+	}
+	c.wg.Wait()
+	_ = c.cli.Close()
+}
