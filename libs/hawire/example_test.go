@@ -1,8 +1,6 @@
 package hawire_test
 
 import (
-	"time"
-
 	"github.com/rmqha/rmqha/libs/hawire"
 	"github.com/rmqha/rmqha/libs/hawire/hawiretest"
 	"github.com/rmqha/rmqha/libs/hawire/memlog"
@@ -47,7 +45,6 @@ func ExampleSlave() {
 		return
 	}
 	_ = s.Start()
-	time.Sleep(10 * time.Millisecond)
 	_ = s.Status() // master address, lag, state, last error
 	_ = s.Close()
 }

@@ -116,11 +116,12 @@ func ReadAll(l hawire.Log) ([]byte, error) {
 	return ReadRange(l, l.MinOffset(), l.MaxOffset())
 }
 
-// ReadRange returns the bytes in [from, to) read with ReadRaw; from must be a record boundary.
+// ReadRange returns the bytes in [from, to) read with ReadRaw; from must be
+// a record boundary.
 func ReadRange(l hawire.Log, from, to int64) ([]byte, error) {
 	var out []byte
 	for off := from; off < to; {
-		b, err := l.ReadRaw(off, 1<<20)
+		b, err := l.ReadRaw(off, int(min(to-off, 1<<20)))
 		if err == nil && len(b) == 0 {
 			b, err = l.ReadRaw(off, hawire.MaxDataFrame)
 		}
@@ -129,6 +130,9 @@ func ReadRange(l hawire.Log, from, to int64) ([]byte, error) {
 		}
 		if len(b) == 0 {
 			return nil, fmt.Errorf("ReadRaw at %d returned nothing before %d", off, to)
+		}
+		if int64(len(b)) > to-off {
+			b = b[:to-off]
 		}
 		out = append(out, b...)
 		off += int64(len(b))

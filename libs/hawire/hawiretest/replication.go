@@ -1,6 +1,8 @@
 package hawiretest
 
 import (
+	"bytes"
+	"encoding/binary"
 	"errors"
 	"net"
 	"strings"
@@ -23,6 +25,111 @@ func RunReplication(t *testing.T, newLog LogFactory) {
 	t.Run("HostilePeersCannotMoveAcks", func(t *testing.T) { testHostile(t, newLog) })
 	t.Run("SlowLinkIsNotDropped", func(t *testing.T) { testSlowLink(t, newLog) })
 	t.Run("SlaveDiskFailureTimesOutSyncSends", func(t *testing.T) { testSlaveDiskFailure(t, newLog) })
+	t.Run("MasterKilledUnderSyncLoadLosesNoAckedSend", func(t *testing.T) { testNoAckedLoss(t, newLog) })
+	t.Run("AsyncLossBoundedByReportedLag", func(t *testing.T) { testAsyncLag(t, newLog) })
+}
+
+// testNoAckedLoss stops the master abruptly in the middle of SYNC load,
+// several times, and checks that every send answered ReplOK is on the slave,
+// intact and at the same offset, at the moment the master died.
+func testNoAckedLoss(t *testing.T, newLog LogFactory) {
+	ml, sl := newLog(t), newLog(t)
+	mdir := t.TempDir()
+	disc := NewSwitchDiscovery("")
+	s, err := hawire.NewSlave(SlaveConfig(t.TempDir()), sl, disc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_ = s.Start()
+	t.Cleanup(func() { _ = s.Close() })
+	type acked struct {
+		off int64
+		rec []byte
+	}
+	var all []acked
+	for round := 0; round < 4; round++ {
+		m, err := hawire.NewMaster(MasterConfig(mdir), ml)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := m.Start(); err != nil {
+			t.Fatal(err)
+		}
+		disc.Set(m.Addr().String())
+		Eventually(t, 10*time.Second, func() bool { return m.InSyncCount() == 2 }, "round %d: slave in sync", round)
+		var mu sync.Mutex // the store's append lock
+		var okMu sync.Mutex
+		var ok []acked
+		stop := make(chan struct{})
+		var wg sync.WaitGroup
+		for g := 0; g < 8; g++ {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				for i := 0; ; i++ {
+					select {
+					case <-stop:
+						return
+					default:
+					}
+					rec := Record(200+(g*131+i*17)%3000, uint64(round)<<48|uint64(g)<<32|uint64(i))
+					mu.Lock()
+					off, err := AppendRecord(ml, rec)
+					mu.Unlock()
+					if err != nil {
+						t.Error(err)
+						return
+					}
+					binary.BigEndian.PutUint64(rec[PhysicalOffsetPos:], uint64(off))
+					if <-m.WaitReplicated(off+int64(len(rec)), time.Now().Add(time.Second)) == hawire.ReplOK {
+						okMu.Lock()
+						ok = append(ok, acked{off, rec})
+						okMu.Unlock()
+					}
+				}
+			}()
+		}
+		Eventually(t, 10*time.Second, func() bool { okMu.Lock(); defer okMu.Unlock(); return len(ok) > 200 }, "round %d: sync sends succeed", round)
+		_ = m.Close() // the master dies mid-load
+		okMu.Lock()
+		snapshot := append([]acked(nil), ok...)
+		okMu.Unlock()
+		for _, a := range snapshot {
+			got, err := ReadRange(sl, a.off, a.off+int64(len(a.rec)))
+			if err != nil || !bytes.Equal(got, a.rec) {
+				t.Fatalf("round %d: acknowledged record at %d missing or different on the slave (%v)", round, a.off, err)
+			}
+		}
+		close(stop)
+		wg.Wait()
+		all = append(all, snapshot...)
+	}
+	t.Logf("%d acknowledged sends checked, none lost", len(all))
+}
+
+// testAsyncLag: with ASYNC replication, what the slave lacks after the master
+// dies is no more than the lag the master reported just before.
+func testAsyncLag(t *testing.T, newLog LogFactory) {
+	ml, sl := newLog(t), newLog(t)
+	m := StartMaster(t, MasterConfig(t.TempDir()), ml)
+	p := NewProxy(t, m.Addr().String())
+	p.SetThrottle(256 << 10) // a slave that trails
+	StartSlave(t, SlaveConfig(t.TempDir()), sl, p.Addr())
+	Eventually(t, 10*time.Second, func() bool { return m.InSyncCount() == 2 }, "connected")
+	fillTo(t, ml, ml.MaxOffset()+ml.SegmentSize()*2, 21)
+	Eventually(t, 10*time.Second, func() bool { return sl.MaxOffset() > 0 }, "some data through")
+	st := m.Status()
+	if len(st.Slaves) != 1 {
+		t.Fatalf("status %+v", st)
+	}
+	lag := st.Slaves[0].LagBytes
+	p.Cut() // the master is gone for the slave
+	_ = m.Close()
+	lost := ml.MaxOffset() - sl.MaxOffset()
+	if lost > lag || lag <= 0 {
+		t.Fatalf("slave lacks %d bytes, master reported a lag of %d", lost, lag)
+	}
+	t.Logf("reported lag %d bytes, lost %d", lag, lost)
 }
 
 // failingLog fails AppendRaw while broken is set, like a read-only disk.
