@@ -202,10 +202,13 @@ func testTagFilter(t *testing.T, g *Group) {
 		}
 	}
 	col := newCollector()
+	start := time.Now()
 	startConsumer(t, g, group, topic, sel("TagA || TagC"), col.handler("c"))
 	col.waitAll(t, wantBodies, 60*time.Second)
+	t.Logf("matching messages delivered after %v", time.Since(start).Round(time.Millisecond))
 	// Once the group committed past every message, it has seen all it will see.
-	waitCommitted(t, g, group, topic, 2, 30*time.Second)
+	waitCommitted(t, g, group, topic, 2, 60*time.Second)
+	t.Logf("group committed past the filtered messages after %v", time.Since(start).Round(time.Millisecond))
 	for _, m := range col.messages() {
 		require.NotEqual(t, "TagB", m.GetTags(), "filtered tag delivered: %q", m.Body)
 	}

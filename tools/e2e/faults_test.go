@@ -200,6 +200,23 @@ func TestSyncMasterContract(t *testing.T) {
 	g.WaitSlaveInSync(t)
 	waitStatus(t, send, primitive.SendOK)
 
+	// Paused (SIGSTOP) master: the connection stays open and nothing answers; the send must
+	// fail by its own timeout, not hang. What it sent may still be stored after the resume.
+	require.NoError(t, g.Master.Pause())
+	msg := primitive.NewMessage(topic, []byte("sync-paused"))
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	start := time.Now()
+	res, err := p.SendSync(ctx, msg)
+	elapsed = time.Since(start)
+	cancel()
+	hist.Add(msg, res, err)
+	require.NoError(t, g.Master.Resume())
+	require.Error(t, err, "send to a paused master answered %+v", res)
+	require.Less(t, elapsed, 30*time.Second, "send to a paused master hung")
+	t.Logf("paused master: send failed after %v: %v", elapsed.Round(time.Millisecond), err)
+	g.WaitSlaveInSync(t)
+	waitStatus(t, send, primitive.SendOK)
+
 	g.WaitSlaveCaughtUp(t)
 	checkHistory(t, g, &hist, g.MasterAddr, g.SlaveAddr)
 	counts := hist.Counts()
