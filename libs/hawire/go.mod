@@ -3,7 +3,11 @@ module github.com/rmqha/rmqha/libs/hawire
 go 1.26
 
 require (
-	github.com/sirupsen/logrus v1.10.2 // indirect
-	github.com/stretchr/testify v1.12.1 // indirect
+	github.com/sirupsen/logrus v1.10.2
+	github.com/stretchr/testify v1.12.1
+)
+
+require (
+	go.yaml.in/yaml/v3 v3.0.5 // indirect
 	golang.org/x/sys v0.13.0 // indirect
 )
