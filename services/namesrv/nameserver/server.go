@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/rmqha/rmqha/libs/broker/route"
+	"github.com/rmqha/rmqha/libs/obs"
 	"github.com/rmqha/rmqha/libs/remoting"
 	"github.com/rmqha/rmqha/services/namesrv/registry"
 	"github.com/sirupsen/logrus"
@@ -25,6 +26,8 @@ type Server struct {
 	rpc  *remoting.Server
 	http *http.Server
 	hln  net.Listener
+
+	m *metrics
 
 	stop chan struct{}
 	wg   sync.WaitGroup
@@ -52,6 +55,7 @@ func New(cfg Config, reg registry.Registry) (*Server, error) {
 		return nil, err
 	}
 	s := &Server{cfg: cfg, log: cfg.Logger, reg: reg, rpc: rpc, stop: make(chan struct{})}
+	s.m = newMetrics(s)
 	rpc.HandleFunc(remoting.RegisterBroker, s.registerBroker)
 	rpc.HandleFunc(remoting.UnregisterBroker, s.unregisterBroker)
 	rpc.HandleFunc(remoting.GetRouteInfoByTopic, s.routeByTopic)
@@ -59,6 +63,7 @@ func New(cfg Config, reg registry.Registry) (*Server, error) {
 	rpc.HandleFunc(remoting.GetAllTopicListFromNameServer, s.topicList)
 	rpc.OnConnClose(func(c *remoting.ServerConn) {
 		if gone := reg.DropConn(c.ID()); len(gone) > 0 {
+			s.m.removals.WithLabelValues("connection_closed").Add(float64(len(gone)))
 			s.log.WithFields(logrus.Fields{"peer": c.RemoteAddr(), "brokers": gone}).Info("broker connection closed: brokers removed from routes")
 		}
 	})
@@ -77,9 +82,7 @@ func (s *Server) Start() error {
 			return fmt.Errorf("nameserver: http: %w", err)
 		}
 		s.hln = ln
-		mux := http.NewServeMux()
-		mux.HandleFunc("/health", s.health)
-		mux.HandleFunc("/status", s.status)
+		mux := obs.Mux(obs.Endpoints{Health: s.Health, Status: func() any { return s.Status() }, Metrics: s.m.reg})
 		s.http = &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second}
 		go s.http.Serve(ln)
 	}
@@ -118,6 +121,7 @@ func (s *Server) scan() {
 			return
 		case <-t.C:
 			if gone := s.reg.Expire(s.cfg.Now(), s.cfg.BrokerExpire); len(gone) > 0 {
+				s.m.removals.WithLabelValues("expired").Add(float64(len(gone)))
 				s.log.WithField("brokers", gone).Warn("brokers stopped registering: removed from routes")
 			}
 		}
@@ -172,11 +176,13 @@ func (s *Server) registerBroker(w remoting.ResponseWriter, req *remoting.Command
 	}
 	res, err := s.reg.Register(r, s.cfg.Now())
 	if err != nil {
+		s.m.registrations.WithLabelValues("refused").Inc()
 		s.log.WithFields(logrus.Fields{"cluster": r.Cluster, "broker": r.BrokerName, "brokerId": r.BrokerID, "addr": r.Addr, "epoch": r.Epoch}).
 			WithError(err).Warn("registration refused")
 		reply(w, req, remoting.SystemError, err.Error(), nil)
 		return
 	}
+	s.m.registrations.WithLabelValues("ok").Inc()
 	resp := remoting.NewResponse(req, remoting.Success, "")
 	if res.MasterAddr != "" {
 		resp.SetExt("masterAddr", res.MasterAddr).SetExt("haServerAddr", res.MasterHAAddr)
@@ -191,17 +197,22 @@ func (s *Server) unregisterBroker(w remoting.ResponseWriter, req *remoting.Comma
 		return
 	}
 	_ = s.reg.Unregister(req.Ext("clusterName"), req.Ext("brokerName"), id, req.Ext("brokerAddr"))
+	s.m.removals.WithLabelValues("unregistered").Inc()
 	s.log.WithFields(logrus.Fields{"broker": req.Ext("brokerName"), "brokerId": id, "addr": req.Ext("brokerAddr")}).Info("broker unregistered")
 	reply(w, req, remoting.Success, "", nil)
 }
 
 func (s *Server) routeByTopic(w remoting.ResponseWriter, req *remoting.Command) {
 	topic := req.Ext("topic")
+	start := time.Now()
 	rd, ok := s.reg.Route(topic)
+	s.m.routeLatency.Observe(time.Since(start).Seconds())
 	if !ok {
+		s.m.routeLookups.WithLabelValues("not_found").Inc()
 		reply(w, req, remoting.TopicNotExist, "No topic route info in name server for the topic: "+topic, nil)
 		return
 	}
+	s.m.routeLookups.WithLabelValues("found").Inc()
 	reply(w, req, remoting.Success, "", route.AppendTopicRouteData(nil, rd))
 }
 
@@ -214,21 +225,23 @@ func (s *Server) topicList(w remoting.ResponseWriter, req *remoting.Command) {
 	reply(w, req, remoting.Success, "", body)
 }
 
-func (s *Server) health(w http.ResponseWriter, _ *http.Request) {
+// Health is nil while the name server can answer from fresh state.
+func (s *Server) Health() error {
 	if st := s.reg.Status(); st.Stale {
-		w.WriteHeader(http.StatusServiceUnavailable)
-		fmt.Fprintf(w, "stale: %s\n", st.StaleWhy)
-		return
+		return fmt.Errorf("registry state may be stale: %s", st.StaleWhy)
 	}
-	fmt.Fprintln(w, "ok")
+	return nil
 }
 
-func (s *Server) status(w http.ResponseWriter, _ *http.Request) {
-	w.Header().Set("Content-Type", "application/json")
-	_ = json.NewEncoder(w).Encode(struct {
-		Role     string            `json:"role"`
-		Addr     string            `json:"addr"`
-		Registry registry.Status   `json:"registry"`
-		Clusters route.ClusterInfo `json:"clusters"`
-	}{"namesrv", s.Addr().String(), s.reg.Status(), s.reg.ClusterInfo()})
+// StatusView is the /status document.
+type StatusView struct {
+	Role     string            `json:"role"`
+	Addr     string            `json:"addr"`
+	Registry registry.Status   `json:"registry"`
+	Clusters route.ClusterInfo `json:"clusters"`
+}
+
+// Status reports the registry's view of the cluster and whether it is fresh.
+func (s *Server) Status() StatusView {
+	return StatusView{Role: "namesrv", Addr: s.Addr().String(), Registry: s.reg.Status(), Clusters: s.reg.ClusterInfo()}
 }

@@ -2,7 +2,10 @@ package nameserver
 
 import (
 	"context"
+	"fmt"
+	"io"
 	"net"
+	"net/http"
 	"strconv"
 	"testing"
 	"time"
@@ -151,4 +154,52 @@ func TestBadRegistrations(t *testing.T) {
 	resp, err = c.Invoke(ctx, addr, remoting.NewRequest(remoting.GetRouteInfoByTopic, map[string]string{"topic": "T"}, nil))
 	require.NoError(t, err)
 	require.Equal(t, remoting.Success, resp.Code)
+}
+
+func TestHTTPHealthStatusMetrics(t *testing.T) {
+	cfg := DefaultConfig()
+	ports := make([]int, 2)
+	for i := range ports {
+		ln, err := net.Listen("tcp", "127.0.0.1:0")
+		require.NoError(t, err)
+		ports[i] = ln.Addr().(*net.TCPAddr).Port
+		ln.Close()
+	}
+	cfg.ListenPort, cfg.HTTPPort, cfg.BindAddress = ports[0], ports[1], "127.0.0.1"
+	s, err := New(cfg, registry.NewMemory())
+	require.NoError(t, err)
+	require.NoError(t, s.Start())
+	defer s.Close()
+	c := remoting.NewClient(remoting.DefaultClientConfig())
+	defer c.Close()
+	ctx := context.Background()
+	addr := s.Addr().String()
+	_, err = c.Invoke(ctx, addr, registerReq("C", "b", 0, "127.0.0.1:1", "T"))
+	require.NoError(t, err)
+	for _, topic := range []string{"T", "T", "missing"} {
+		_, err = c.Invoke(ctx, addr, remoting.NewRequest(remoting.GetRouteInfoByTopic, map[string]string{"topic": topic}, nil))
+		require.NoError(t, err)
+	}
+	get := func(path string) (int, string) {
+		resp, err := http.Get(fmt.Sprintf("http://127.0.0.1:%d%s", ports[1], path))
+		require.NoError(t, err)
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		return resp.StatusCode, string(b)
+	}
+	code, _ := get("/health")
+	require.Equal(t, 200, code)
+	_, body := get("/status")
+	require.Contains(t, body, `"brokerName": "b"`)
+	_, body = get("/metrics")
+	for _, want := range []string{
+		`rmqha_namesrv_route_lookups_total{result="found"} 2`,
+		`rmqha_namesrv_route_lookups_total{result="not_found"} 1`,
+		`rmqha_namesrv_registrations_total{result="ok"} 1`,
+		`rmqha_namesrv_brokers 1`,
+		`rmqha_namesrv_registry_stale 0`,
+		`rmqha_namesrv_route_lookup_seconds_count 3`,
+	} {
+		require.Contains(t, body, want)
+	}
 }

@@ -1,0 +1,53 @@
+package obs
+
+import (
+	"errors"
+	"io"
+	"net/http/httptest"
+	"strings"
+	"testing"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/stretchr/testify/require"
+)
+
+func TestEndpoints(t *testing.T) {
+	healthy := errors.New("no slave connected")
+	reg := NewRegistry()
+	c := prometheus.NewCounter(prometheus.CounterOpts{Name: "rmqha_test_total", Help: "test"})
+	reg.MustRegister(c)
+	c.Add(3)
+	srv := httptest.NewServer(Mux(Endpoints{
+		Health:  func() error { return healthy },
+		Status:  func() any { return map[string]int{"x": 1} },
+		Metrics: reg,
+	}))
+	defer srv.Close()
+	get := func(path string) (int, string) {
+		resp, err := srv.Client().Get(srv.URL + path)
+		require.NoError(t, err)
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		return resp.StatusCode, string(b)
+	}
+	code, body := get("/health")
+	require.Equal(t, 503, code)
+	require.Contains(t, body, "no slave connected")
+	healthy = nil
+	code, _ = get("/health")
+	require.Equal(t, 200, code)
+	_, body = get("/status")
+	require.JSONEq(t, `{"x":1}`, body)
+	_, body = get("/metrics")
+	require.Contains(t, body, "rmqha_test_total 3")
+	require.True(t, strings.Contains(body, "go_goroutines"))
+}
+
+func TestNewLogger(t *testing.T) {
+	_, err := NewLogger("debug", "json")
+	require.NoError(t, err)
+	_, err = NewLogger("loud", "text")
+	require.ErrorContains(t, err, "logLevel")
+	_, err = NewLogger("info", "xml")
+	require.ErrorContains(t, err, "logFormat")
+}

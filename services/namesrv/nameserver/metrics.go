@@ -1,0 +1,48 @@
+package nameserver
+
+import (
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/rmqha/rmqha/libs/obs"
+)
+
+// metrics are the name server's Prometheus series.
+type metrics struct {
+	reg           *prometheus.Registry
+	routeLookups  *prometheus.CounterVec
+	routeLatency  prometheus.Histogram
+	registrations *prometheus.CounterVec
+	removals      *prometheus.CounterVec
+}
+
+func newMetrics(s *Server) *metrics {
+	m := &metrics{
+		reg: obs.NewRegistry(),
+		routeLookups: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "rmqha_namesrv_route_lookups_total", Help: "GET_ROUTEINFO_BY_TOPIC requests by result (found, not_found).",
+		}, []string{"result"}),
+		routeLatency: prometheus.NewHistogram(prometheus.HistogramOpts{
+			Name: "rmqha_namesrv_route_lookup_seconds", Help: "Time to answer a route lookup from the registry.",
+			Buckets: prometheus.ExponentialBuckets(1e-6, 4, 10),
+		}),
+		registrations: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "rmqha_namesrv_registrations_total", Help: "REGISTER_BROKER requests by result (ok, refused, invalid).",
+		}, []string{"result"}),
+		removals: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "rmqha_namesrv_broker_removals_total", Help: "Brokers removed from routes by cause (connection_closed, expired, unregistered).",
+		}, []string{"cause"}),
+	}
+	m.reg.MustRegister(m.routeLookups, m.routeLatency, m.registrations, m.removals,
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "rmqha_namesrv_brokers", Help: "Live brokers in the registry."},
+			func() float64 { return float64(len(s.reg.Status().Brokers)) }),
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "rmqha_namesrv_registry_stale", Help: "1 while the registry cannot confirm its state (Consul unreachable)."},
+			func() float64 {
+				if s.reg.Status().Stale {
+					return 1
+				}
+				return 0
+			}),
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "rmqha_namesrv_conflicts", Help: "Registration conflicts remembered (two masters, one name in two clusters)."},
+			func() float64 { return float64(len(s.reg.Status().Conflicts)) }),
+	)
+	return m
+}
