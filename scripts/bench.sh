@@ -2,7 +2,7 @@
 # Runs every benchmark of every module (`make bench`). Each benchmark reports its result beside a
 # baseline measured in the same run (disk write rate, fdatasync rate, loopback bandwidth or round
 # trip, async vs sync) as extra columns; read the ratios, not the absolute numbers, on shared
-# machines. BENCH selects benchmarks (default all), BENCHTIME their length (default 1x).
+# machines. BENCH selects benchmarks (default all), BENCHTIME their length (default 1s).
 set -euo pipefail
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 cd "$ROOT"
@@ -10,4 +10,4 @@ eval "$(scripts/deps.sh --env)"
 patterns=$(for m in $(go list -m -f '{{.Dir}}'); do
   [ -n "$(find "$m" -name '*_test.go' | head -1)" ] && echo "$(awk '/^module /{print $2; exit}' "$m/go.mod")/..."
 done)
-go test -run '^$' -bench "${BENCH:-.}" -benchtime "${BENCHTIME:-1x}" -benchmem -p 1 -timeout 60m $patterns
+go test -run '^$' -bench "${BENCH:-.}" -benchtime "${BENCHTIME:-1s}" -benchmem -p 1 -timeout 60m $patterns
