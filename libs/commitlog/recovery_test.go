@@ -337,5 +337,23 @@ func FuzzRecovery(f *testing.F) {
 		}
 		defer st.Close()
 		checkServedMode(t, st, byOffset, false)
+		// Small reads never panic and never return a partial record.
+		for off := range byOffset {
+			for _, mb := range []int{1, 100, 3000} {
+				raw, err := st.ReadRaw(off, mb)
+				if err != nil {
+					continue
+				}
+				for p := 0; p < len(raw); {
+					r, n, err := DecodeRecord(raw[p:])
+					require.NoError(t, err)
+					if r.IsBlank() && p+n > len(raw) {
+						t.Fatalf("partial blank at %d", off+int64(p))
+					}
+					p += n
+				}
+			}
+			_, _ = st.ReadRecord(off)
+		}
 	})
 }

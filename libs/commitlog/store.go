@@ -493,6 +493,9 @@ func (s *Store) checkRecord(b []byte, off int64) (recordMeta, int, error) {
 		return m, 0, err
 	}
 	if m.blank {
+		if int(m.size) > len(b) {
+			return m, 0, ErrIncomplete
+		}
 		if off+int64(m.size) != s.segEnd(off) {
 			return m, 0, s.corruptAt(off, fmt.Sprintf("blank record of %d bytes does not end the segment", m.size))
 		}

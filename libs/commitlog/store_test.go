@@ -240,3 +240,29 @@ func TestCloseThenUse(t *testing.T) {
 	_, err = s.ReadRecord(0)
 	require.True(t, errors.Is(err, ErrClosed))
 }
+
+func TestReadRawSmallMaxBytesBeforePadding(t *testing.T) {
+	cfg := testConfig(vfs.NewMem())
+	s := openStore(t, cfg)
+	defer s.Close()
+	var res []AppendResult
+	for i := 0; i < 12; i++ {
+		res = append(res, mustAppend(t, s, msg("T", 0, strings.Repeat("p", 1000), "")))
+	}
+	var last AppendResult
+	for i := 1; i < len(res); i++ {
+		if res[i].WroteOffset != res[i-1].EndOffset {
+			last = res[i-1]
+			break
+		}
+	}
+	require.NotZero(t, last.EndOffset)
+	// Enough for the last record and part of the padding: only the record.
+	raw, err := s.ReadRaw(last.WroteOffset, int(last.WroteBytes)+20)
+	require.NoError(t, err)
+	require.Equal(t, int(last.WroteBytes), len(raw))
+	// The padding alone is returned whole even when larger than maxBytes.
+	raw, err = s.ReadRaw(last.EndOffset, 10)
+	require.NoError(t, err)
+	require.Equal(t, int(cfg.SegmentSize-last.EndOffset%cfg.SegmentSize), len(raw))
+}
