@@ -34,15 +34,16 @@ fi
 CTX=$(mktemp -d)
 trap 'rm -rf "$CTX"' EXIT
 
-image() { # image NAME DOCKERFILE TARGET FILE...
-  local name=$1 dockerfile=$2 target=$3 dir=$CTX/$1 f
-  shift 3
-  mkdir -p "$dir"
+image() { # image NAME DOCKERFILE TARGET CONF FILE... (CONF: a deploy/conf file or "")
+  local name=$1 dockerfile=$2 target=$3 conf=$4 dir=$CTX/$1 f
+  shift 4
+  mkdir -p "$dir/deploy/prebuilt" "$dir/deploy/conf"
+  [ -n "$conf" ] && cp "$ROOT/deploy/conf/$conf" "$dir/deploy/conf/"
   for f in "$@"; do
     [ -f "$f" ] || { log "missing $f"; exit 1; }
     f=$(readlink -f "$f") # the deps cache links to its binaries
     # Hard links are cheap; copy when the file is on another file system.
-    ln "$f" "$dir/" 2>/dev/null || cp "$f" "$dir/"
+    ln "$f" "$dir/deploy/prebuilt/" 2>/dev/null || cp "$f" "$dir/deploy/prebuilt/"
   done
   local args=(-f "$ROOT/deploy/$dockerfile" -t "rmqha/$name:$TAG" -q)
   [ -n "$target" ] && args+=(--target "$target")
@@ -52,13 +53,13 @@ image() { # image NAME DOCKERFILE TARGET FILE...
   return "${PIPESTATUS[0]}"
 }
 
-image namesrv namesrv/Dockerfile prebuilt "$BIN/namesrv" "$BIN/healthcheck" "$ROOT/deploy/conf/namesrv.conf"
-image master master/Dockerfile prebuilt "$BIN/master" "$BIN/healthcheck" "$ROOT/deploy/conf/broker.conf"
-image slave slave/Dockerfile prebuilt "$BIN/slave" "$BIN/healthcheck" "$ROOT/deploy/conf/broker.conf"
+image namesrv namesrv/Dockerfile prebuilt namesrv.conf "$BIN/namesrv" "$BIN/healthcheck"
+image master master/Dockerfile prebuilt broker.conf "$BIN/master" "$BIN/healthcheck"
+image slave slave/Dockerfile prebuilt broker.conf "$BIN/slave" "$BIN/healthcheck"
 if [ -x "$BIN/metasync" ]; then
-  image metasync metasync/Dockerfile prebuilt "$BIN/metasync" "$BIN/healthcheck" "$ROOT/deploy/conf/metasync.conf"
+  image metasync metasync/Dockerfile prebuilt metasync.conf "$BIN/metasync" "$BIN/healthcheck"
 else
   log "skipped rmqha/metasync:$TAG (no $BIN/metasync)"
 fi
-image consul consul/Dockerfile "" "$RMQHA_CONSUL_BIN" "$BIN/healthcheck"
-image nats nats/Dockerfile "" "$RMQHA_NATS_SERVER_BIN" "$BIN/healthcheck"
+image consul consul/Dockerfile "" "" "$RMQHA_CONSUL_BIN" "$BIN/healthcheck"
+image nats nats/Dockerfile "" "" "$RMQHA_NATS_SERVER_BIN" "$BIN/healthcheck"
