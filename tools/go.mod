@@ -42,6 +42,8 @@ require (
 	github.com/nats-io/nuid v1.0.1 // indirect
 	github.com/patrickmn/go-cache v2.1.0+incompatible // indirect
 	github.com/pkg/errors v0.9.1 // indirect
+	github.com/rmqha/rmqha/libs/broker v0.0.0
+	github.com/rmqha/rmqha/libs/commitlog v0.0.0
 	github.com/tidwall/gjson v1.13.0 // indirect
 	github.com/tidwall/match v1.1.1 // indirect
 	github.com/tidwall/pretty v1.2.0 // indirect
@@ -58,3 +60,13 @@ require (
 )
 
 replace github.com/rmqha/rmqha/libs/remoting => ../libs/remoting
+
+replace github.com/rmqha/rmqha/libs/broker => ../libs/broker
+
+replace github.com/rmqha/rmqha/libs/commitlog => ../libs/commitlog
+
+replace github.com/rmqha/rmqha/libs/hawire => ../libs/hawire
+
+replace github.com/rmqha/rmqha/libs/props => ../libs/props
+
+replace github.com/rmqha/rmqha/libs/discovery => ../libs/discovery
