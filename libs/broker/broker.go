@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/rmqha/rmqha/libs/broker/meta"
+	"github.com/rmqha/rmqha/libs/broker/schedule"
 	"github.com/rmqha/rmqha/libs/commitlog"
 	"github.com/rmqha/rmqha/libs/hawire"
 	"github.com/rmqha/rmqha/libs/remoting"
@@ -36,6 +37,8 @@ type Broker struct {
 	clients *clientRegistry
 	holds   *holdService
 	pipe    *sendPipeline
+	levels  schedule.Levels
+	delay   *schedule.Service // delay-level delivery, masters only
 	locks   *queueLocks
 	httpSrv *httpServer
 
@@ -199,6 +202,13 @@ func (b *Broker) start() error {
 	scfg.StoreHost = b.storeHost
 	scfg.Logger = b.log.WithField("component", "store")
 	scfg.Now = b.now
+	// Schedule-topic units carry their delivery time as tags code (on slaves too, so their
+	// consume queues match the master's).
+	b.levels, err = schedule.ParseLevels(cfg.MessageDelayLevel)
+	if err != nil {
+		return err
+	}
+	scfg.TagsCode = schedule.TagsCode(b.levels)
 	if cfg.StoreFS != nil {
 		scfg.FS = cfg.StoreFS
 	}
@@ -276,6 +286,20 @@ func (b *Broker) start() error {
 	b.pipe = newSendPipeline(b)
 	b.locks = newQueueLocks()
 	b.store.OnDispatch(b.holds.notify)
+	if cfg.IsMaster() {
+		dc := schedule.DefaultConfig()
+		dc.Levels = b.levels
+		dc.Logger = b.log.WithField("component", "schedule")
+		dc.Now = b.now
+		b.delay, err = schedule.New(dc, b.store, b.tables.Delay, storePutter{b.store})
+		if err != nil {
+			return fmt.Errorf("broker: delay service: %w", err)
+		}
+		b.store.OnDispatch(b.delay.OnDispatch)
+		if err := b.delay.Start(); err != nil {
+			return fmt.Errorf("broker: delay service start: %w", err)
+		}
+	}
 
 	rc := remoting.DefaultServerConfig()
 	rc.Logger = b.log.WithField("component", "remoting")
@@ -372,6 +396,9 @@ func (b *Broker) teardown(ctx context.Context) error {
 	if b.slave != nil {
 		errs = append(errs, b.slave.Close())
 	}
+	if b.delay != nil {
+		errs = append(errs, b.delay.Stop())
+	}
 	if b.clients != nil {
 		b.clients.stop()
 	}
@@ -408,4 +435,13 @@ func (b *Broker) persistLoop() {
 			}
 		}
 	}
+}
+
+// storePutter delivers due delayed messages with a plain append: no flush or replication
+// wait (the original send already waited, as RocketMQ does).
+type storePutter struct{ s *commitlog.Store }
+
+func (p storePutter) Put(m *commitlog.Message) error {
+	_, err := p.s.Append(m)
+	return err
 }

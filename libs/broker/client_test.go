@@ -331,3 +331,60 @@ func TestRealClientOrderly(t *testing.T) {
 		}
 	}
 }
+
+// TestRealClientRetry: a message the listener asks to retry comes back (through the retry
+// topic, after its delay level) with its reconsume count raised.
+func TestRealClientRetry(t *testing.T) {
+	rlog.SetLogLevel("error")
+	ns := startNSStub(t)
+	cfg := testConfig(t)
+	cfg.NamesrvAddr = ns.addr()
+	b := startBroker(t, cfg)
+	c := newTestClient(t)
+	const topic = "RetryTopic"
+	resp := invoke(t, c, b.Addr(), remoting.UpdateAndCreateTopic, map[string]string{"topic": topic, "readQueueNums": "1", "writeQueueNums": "1", "perm": "6"}, nil)
+	require.Equal(t, remoting.Success, resp.Code)
+	require.Equal(t, remoting.Success, send(t, c, b.Addr(), topic, 0, "R", "again").Code)
+	require.Eventually(t, func() bool { return ns.hasTopic("broker-a", topic) }, 10*time.Second, 10*time.Millisecond)
+	// Create the group's retry topic (as a heartbeat does) and let it reach the name server
+	// before the consumer starts, so its first route lookup finds it.
+	invoke(t, c, b.Addr(), remoting.HeartBeat, nil, heartbeatBody("warm@1", "retry-cg", map[string]string{topic: "*"}))
+	require.Eventually(t, func() bool { return ns.hasTopic("broker-a", "%RETRY%retry-cg") }, 10*time.Second, 10*time.Millisecond)
+	c.Close()
+	run := strconv.FormatInt(time.Now().UnixNano(), 36)
+
+	var mu sync.Mutex
+	var times []int32
+	var topics []string
+	pc, err := rocketmq.NewPushConsumer(
+		consumer.WithNameServer([]string{ns.addr()}),
+		consumer.WithGroupName("retry-cg"),
+		consumer.WithConsumeFromWhere(consumer.ConsumeFromFirstOffset),
+		consumer.WithInstance("retry-c-"+run),
+	)
+	require.NoError(t, err)
+	require.NoError(t, pc.Subscribe(topic, consumer.MessageSelector{Type: consumer.TAG, Expression: "*"},
+		func(_ context.Context, msgs ...*primitive.MessageExt) (consumer.ConsumeResult, error) {
+			mu.Lock()
+			defer mu.Unlock()
+			for _, m := range msgs {
+				times = append(times, m.ReconsumeTimes)
+				topics = append(topics, m.Topic)
+			}
+			if len(times) == 1 {
+				return consumer.ConsumeRetryLater, nil
+			}
+			return consumer.ConsumeSuccess, nil
+		}))
+	require.NoError(t, pc.Start())
+	defer pc.Shutdown()
+	require.Eventually(t, func() bool {
+		mu.Lock()
+		defer mu.Unlock()
+		return len(times) >= 2
+	}, 40*time.Second, 20*time.Millisecond)
+	mu.Lock()
+	defer mu.Unlock()
+	require.Equal(t, []int32{0, 1}, times[:2])
+	require.Equal(t, []string{topic, topic}, topics[:2], "the client restores the original topic")
+}

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/rmqha/rmqha/libs/broker/schedule"
 	"github.com/rmqha/rmqha/libs/commitlog/vfs"
 )
 
@@ -108,6 +109,9 @@ type Config struct {
 	// DiskMaxUsedSpaceRatio is the disk usage percentage above which the oldest segments go at once.
 	// Default 75.
 	DiskMaxUsedSpaceRatio int `prop:"diskMaxUsedSpaceRatio"`
+	// MessageDelayLevel is the delay-level table ("1s 5s ... 2h"): DELAY=n waits the n-th delay,
+	// and consumer retries use level 3+reconsumeTimes. Default RocketMQ's 18 levels.
+	MessageDelayLevel string `prop:"messageDelayLevel"`
 	// HTTPPort serves /health and /status; 0 disables it. Default 0.
 	HTTPPort int `prop:"httpPort"`
 	// LogLevel is a logrus level name (used by the services). Default "info".
@@ -156,6 +160,7 @@ func DefaultConfig() Config {
 		FileReservedTime:              72,
 		DeleteWhen:                    "04",
 		DiskMaxUsedSpaceRatio:         75,
+		MessageDelayLevel:             schedule.DefaultMessageDelayLevel,
 		LogLevel:                      "info",
 		LogFormat:                     "text",
 		ClientExpiry:                  120 * time.Second,
@@ -286,6 +291,9 @@ func (c Config) Validate() error {
 	}
 	if c.DiskMaxUsedSpaceRatio < 10 || c.DiskMaxUsedSpaceRatio > 95 {
 		return bad("diskMaxUsedSpaceRatio", "%d not in [10, 95]", c.DiskMaxUsedSpaceRatio)
+	}
+	if _, err := schedule.ParseLevels(c.MessageDelayLevel); err != nil {
+		return bad("messageDelayLevel", "%v", err)
 	}
 	if c.HTTPPort < 0 || c.HTTPPort > 65535 {
 		return bad("httpPort", "%d out of range", c.HTTPPort)

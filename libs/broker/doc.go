@@ -41,9 +41,14 @@
 // NOTIFY_CONSUMER_IDS_CHANGED to the group. Heartbeats create the group's subscription config
 // and its retry topic %RETRY%group.
 //
-// # Not yet implemented
+// # Delays and retries
 //
-// Delay levels (DELAY / SCHEDULE_TOPIC_XXXX): a delayed message, and a message sent back by a
-// consumer, are stored in their target topic at once. Transactions, orderly-consumer queue
-// locks, SQL92 filters and Java's VIP port (listenPort-2) are not served.
+// A message with DELAY=n (and a message a consumer sends back, at level 3+reconsumeTimes) is
+// stored in SCHEDULE_TOPIC_XXXX queue n-1; on a master the delay service (package schedule)
+// moves it to its topic when due. Past maxReconsumeTimes a sent-back message goes to
+// %DLQ%group at once.
+//
+// # Not implemented
+//
+// Transactions, SQL92 filters and Java's VIP port (listenPort-2) are not served.
 package broker

@@ -34,6 +34,8 @@ func testConfig(t testing.TB) Config {
 	cfg.FlushIntervalCommitLog = 20 * time.Millisecond
 	cfg.HASendHeartbeatInterval = 500 * time.Millisecond
 	cfg.HAHousekeepingInterval = 5 * time.Second
+	// Short delay levels so retries and delayed messages come back within a test.
+	cfg.MessageDelayLevel = "20ms 40ms 60ms 80ms 100ms 120ms 140ms 160ms 180ms 200ms 220ms 240ms 260ms 280ms 300ms 320ms 340ms 360ms"
 	return cfg
 }
 

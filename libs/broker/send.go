@@ -12,6 +12,7 @@ import (
 
 	"github.com/rmqha/rmqha/libs/broker/meta"
 	"github.com/rmqha/rmqha/libs/broker/route"
+	"github.com/rmqha/rmqha/libs/broker/schedule"
 	"github.com/rmqha/rmqha/libs/commitlog"
 	"github.com/rmqha/rmqha/libs/hawire"
 	"github.com/rmqha/rmqha/libs/remoting"
@@ -27,6 +28,12 @@ const (
 	propMaxReconsumeTime = "MAX_RECONSUME_TIMES"
 	propDelay            = "DELAY"
 	regionDefault        = "DefaultRegion"
+)
+
+// Transaction type bits of sysFlag (MessageSysFlag).
+const (
+	sysFlagTransactionMask   = 0xC
+	sysFlagTransactionCommit = 0x8
 )
 
 // sendHeader is SEND_MESSAGE's header (long names) or SEND_MESSAGE_V2's / SEND_BATCH_MESSAGE's
@@ -332,6 +339,16 @@ func (b *Broker) handleSend(w remoting.ResponseWriter, req *remoting.Command) {
 		BornTimestamp:  h.bornTimestamp,
 		BornHost:       bornHostOf(w),
 		ReconsumeTimes: h.reconsumeTimes,
+	}
+	// A delayed message waits in SCHEDULE_TOPIC_XXXX until the delay service moves it to its
+	// topic (not for dead letters, nor for transactional half or rollback messages).
+	if level := schedule.DelayLevel(pm); level > 0 && !strings.HasPrefix(topic, meta.DLQGroupTopicPrefix) {
+		if tt := h.sysFlag & sysFlagTransactionMask; tt == 0 || tt == sysFlagTransactionCommit {
+			if err := b.levels.ToSchedule(msg, level); err != nil {
+				b.reply(w, req, remoting.MessageIllegal, "delay level: "+err.Error())
+				return
+			}
+		}
 	}
 	res, err := b.store.Append(msg)
 	if err != nil {

@@ -221,3 +221,30 @@ func TestStartFailureCleansUp(t *testing.T) {
 	b2 := startBroker(t, cfg)
 	require.NotEmpty(t, b2.Addr())
 }
+
+func TestDelayedSend(t *testing.T) {
+	b := startBroker(t, testConfig(t))
+	c := newTestClient(t)
+	resp := invoke(t, c, b.Addr(), remoting.SendMessage, sendExt("DT", 0, props("DELAY", "5", "TAGS", "late")), []byte("later"))
+	require.Equal(t, remoting.Success, resp.Code, resp.Remark)
+	_, phys := mustParseMsgID(t, resp.Ext("msgId"))
+	raw, err := b.store.ReadRecord(phys)
+	require.NoError(t, err)
+	sched, _, err := commitlog.DecodeRecord(raw)
+	require.NoError(t, err)
+	require.Equal(t, "SCHEDULE_TOPIC_XXXX", sched.Topic)
+	require.Equal(t, int32(4), sched.QueueID)
+
+	require.Eventually(t, func() bool { return b.store.QueueMaxOffset("DT", 0) == 1 }, 10*time.Second, 5*time.Millisecond)
+	g := b.store.GetMessages("DT", 0, 0, 1, 0, nil)
+	require.Len(t, g.Records, 1)
+	rec, _, err := commitlog.DecodeRecord(g.Records[0])
+	require.NoError(t, err)
+	require.Equal(t, "later", string(rec.Body))
+	p := commitlog.ParseProperties(rec.Properties)
+	require.Equal(t, "late", p["TAGS"])
+	require.Equal(t, "DT", p["REAL_TOPIC"])
+	require.GreaterOrEqual(t, rec.StoreTimestamp-sched.StoreTimestamp, int64(100), "delivered before its 100ms level")
+	_, hasDelay := p["DELAY"]
+	require.False(t, hasDelay)
+}

@@ -13,8 +13,8 @@ import (
 // CommitLog offset) is stored again in %RETRY%group, or in %DLQ%group once it has been
 // reconsumed maxReconsumeTimes times (or when delayLevel < 0).
 //
-// Delay levels are not implemented yet: the retry copy is written to the retry topic at once,
-// without the 3+reconsumeTimes delay RocketMQ applies through SCHEDULE_TOPIC_XXXX.
+// The retry copy waits in SCHEDULE_TOPIC_XXXX for its delay level (3 + reconsumeTimes unless
+// the consumer asked for one) before the delay service stores it in the retry topic.
 func (b *Broker) handleSendBack(w remoting.ResponseWriter, req *remoting.Command) {
 	if b.refuseWrite(w, req) {
 		return
@@ -87,6 +87,14 @@ func (b *Broker) handleSendBack(w remoting.ResponseWriter, req *remoting.Command
 		topic, qid = dlq.TopicName, 0
 	}
 	props[propMaxReconsumeTime] = strconv.Itoa(int(maxRe))
+	level := 0
+	if topic == retry.TopicName {
+		// RocketMQ's retry back-off: level 3 + reconsumeTimes unless the consumer chose one.
+		level = int(delayLevel)
+		if level == 0 {
+			level = 3 + int(rec.ReconsumeTimes)
+		}
+	}
 	msg := &commitlog.Message{
 		Topic:          topic,
 		QueueID:        qid,
@@ -97,6 +105,12 @@ func (b *Broker) handleSendBack(w remoting.ResponseWriter, req *remoting.Command
 		BornTimestamp:  rec.BornTimestamp,
 		BornHost:       rec.BornHost,
 		ReconsumeTimes: rec.ReconsumeTimes + 1,
+	}
+	if level > 0 {
+		if err := b.levels.ToSchedule(msg, level); err != nil {
+			b.reply(w, req, remoting.SystemError, "delay level: "+err.Error())
+			return
+		}
 	}
 	if _, err := b.store.Append(msg); err != nil {
 		b.replyStoreError(w, req, err)
