@@ -32,7 +32,7 @@ func quietLogger() logrus.FieldLogger {
 
 // env is one broker's worth of store, tables and delivery service on disk.
 type env struct {
-	t      *testing.T
+	t      testing.TB
 	dir    string
 	levels Levels
 	store  *commitlog.Store
@@ -41,13 +41,20 @@ type env struct {
 	rec    *recorder
 }
 
-func openEnv(t *testing.T, dir string, levels Levels, rec *recorder) *env {
+func openEnv(t testing.TB, dir string, levels Levels, rec *recorder) *env {
+	t.Helper()
+	return openEnvWith(t, dir, levels, rec, TagsCode(levels))
+}
+
+// openEnvWith opens the store with the given TagsCode hook (nil: the
+// store's default, TAGS hash codes everywhere).
+func openEnvWith(t testing.TB, dir string, levels Levels, rec *recorder, hook func(string, map[string]string, int64) int64) *env {
 	t.Helper()
 	cfg := commitlog.DefaultConfig()
 	cfg.Dir = dir
 	cfg.SegmentSize = 256 << 10
 	cfg.CQUnitsPerFile = 1000
-	cfg.TagsCode = TagsCode(levels)
+	cfg.TagsCode = hook
 	cfg.StoreHost = netip.MustParseAddrPort("127.0.0.1:10911")
 	cfg.Logger = quietLogger()
 	st, err := commitlog.Open(cfg)
@@ -177,7 +184,7 @@ func (r *recorder) count() int {
 	return len(r.got)
 }
 
-func waitDeliveries(t *testing.T, r *recorder, n int) {
+func waitDeliveries(t testing.TB, r *recorder, n int) {
 	t.Helper()
 	require.Eventually(t, func() bool { return r.count() >= n }, 30*time.Second, 5*time.Millisecond, "want %d deliveries", n)
 }

@@ -1,6 +1,7 @@
 package schedule
 
 import (
+	"math"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -245,6 +246,36 @@ func (s *Service) advance(level int, off int64) {
 	s.offsets.Update(int32(level), off)
 }
 
+// Read sizes of one delivery round: a round reads up to readBatch entries of
+// a level (at most about readBytes) with one consume-queue read and one
+// CommitLog read per contiguous run.
+const (
+	readBatch = 32
+	readBytes = 256 << 10
+)
+
+// fetch reads the next entries of a queue with the tags code of each. The
+// store reports tags codes through the match callback, one call per unit it
+// considers; when the calls and the returned records do not pair up (a unit
+// was skipped after its call), it reads a single entry instead, for which
+// the last call is the returned record's. single asks for that at once.
+func (s *Service) fetch(qid int32, off int64, single bool) (commitlog.GetResult, []int64) {
+	var tags []int64
+	match := func(tc int64) bool { tags = append(tags, tc); return true }
+	if !single {
+		res := s.store.GetMessages(Topic, qid, off, readBatch, readBytes, match)
+		if res.Status != commitlog.Found || len(res.Records) == len(tags) {
+			return res, tags
+		}
+		tags = tags[:0]
+	}
+	res := s.store.GetMessages(Topic, qid, off, 1, 0, match)
+	if res.Status == commitlog.Found && len(tags) > 0 {
+		tags = tags[len(tags)-1:]
+	}
+	return res, tags
+}
+
 // runLevel delivers level's queue in order from off.
 func (s *Service) runLevel(level int, off int64, stop <-chan struct{}) {
 	defer s.wg.Done()
@@ -265,14 +296,15 @@ func (s *Service) runLevel(level int, off int64, stop <-chan struct{}) {
 		}
 		return true
 	}
+	single := false
 	for {
 		select {
 		case <-stop:
 			return
 		default:
 		}
-		var tags int64
-		res := s.store.GetMessages(Topic, qid, off, 1, 0, func(tc int64) bool { tags = tc; return true })
+		res, tags := s.fetch(qid, off, single)
+		single = false
 		switch res.Status {
 		case commitlog.Found:
 		case commitlog.OffsetOverflowOne, commitlog.NoMatchedLogicQueue:
@@ -315,34 +347,57 @@ func (s *Service) runLevel(level int, off int64, stop <-chan struct{}) {
 			}
 			continue
 		}
-		next := res.NextBeginOffset
-		rec, _, err := commitlog.DecodeRecord(res.Records[0])
-		if err != nil {
-			log.WithError(err).WithField("offset", off).Error("schedule record undecodable; skipped")
-			st.skipped.Add(1)
+		for i, raw := range res.Records {
+			rec, _, err := commitlog.DecodeRecord(raw)
+			if err != nil {
+				// Validated by the store a moment ago, so this is not
+				// expected. Read the entry alone; if it still fails, pass
+				// over it.
+				if len(res.Records) > 1 {
+					single = true
+					break
+				}
+				log.WithError(err).WithField("offset", off).Error("schedule record undecodable; skipped")
+				st.skipped.Add(max(res.NextBeginOffset-off, 1))
+				off = max(res.NextBeginOffset, off+1)
+				s.advance(level, off)
+				break
+			}
+			next := rec.QueueOffset + 1
+			if i == len(res.Records)-1 {
+				next = max(next, res.NextBeginOffset)
+			}
+			if rec.QueueOffset > off {
+				st.skipped.Add(rec.QueueOffset - off)
+			}
+			// A delivery time before the store time is not one: the unit was
+			// written without the TagsCode hook (a TAGS hash). Fall back to
+			// what the hook would have computed.
+			due := int64(math.MinInt64)
+			if i < len(tags) {
+				due = tags[i]
+			}
+			if due < rec.StoreTimestamp {
+				due = rec.StoreTimestamp + delay.Milliseconds()
+			}
+			// Entries behind the head are due no earlier (same delay, later
+			// store time), so the level waits on its first entry.
+			if !s.waitDue(st, due, delay, stop) {
+				return
+			}
+			msg, err := Restore(rec)
+			if err != nil {
+				log.WithError(err).WithField("offset", rec.QueueOffset).Error("scheduled message cannot be restored; skipped")
+				st.skipped.Add(1)
+			} else {
+				if !s.putWithRetry(st, log, msg, rec.QueueOffset, stop) {
+					return
+				}
+				st.delivered.Add(1)
+			}
 			off = next
 			s.advance(level, off)
-			continue
 		}
-		// Wait for the head: entries behind it are due no earlier (same
-		// delay, later store time), so the level blocks on its first entry.
-		if !s.waitDue(st, tags, delay, stop) {
-			return
-		}
-		msg, err := Restore(rec)
-		if err != nil {
-			log.WithError(err).WithField("offset", rec.QueueOffset).Error("scheduled message cannot be restored; skipped")
-			st.skipped.Add(1)
-			off = next
-			s.advance(level, off)
-			continue
-		}
-		if !s.putWithRetry(st, log, msg, rec.QueueOffset, stop) {
-			return
-		}
-		st.delivered.Add(1)
-		off = next
-		s.advance(level, off)
 	}
 }
 

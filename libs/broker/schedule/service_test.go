@@ -389,3 +389,70 @@ func TestNewValidates(t *testing.T) {
 	require.ErrorContains(t, err, "PersistInterval")
 	require.NoError(t, DefaultConfig().Validate())
 }
+
+func TestStoreWithoutHookStillWaits(t *testing.T) {
+	levels := mustLevels(t, testLevels)
+	e := openEnvWith(t, t.TempDir(), levels, &recorder{}, nil)
+	defer e.close()
+	svc := e.newService(testConfig(), nil)
+	require.NoError(t, svc.Start())
+	var all []sent
+	for i := 0; i < 6; i++ {
+		all = append(all, e.send("NoHook", 0, i%3+1, fmt.Sprintf("h%d", i)))
+	}
+	waitDeliveries(t, e.rec, len(all))
+	got := map[string]delivery{}
+	for _, d := range e.rec.deliveries() {
+		got[d.key] = d
+	}
+	for _, s := range all {
+		require.GreaterOrEqual(t, got[s.key].storeTs, s.storeTs+levels[s.level-1].Milliseconds(), s.key)
+	}
+}
+
+// skewStore makes every batched read report one extra tags code first, as if
+// a unit had been considered and then skipped, so the service must fall back
+// to single reads.
+type skewStore struct {
+	*commitlog.Store
+	batched, single int
+	mu              sync.Mutex
+}
+
+func (s *skewStore) GetMessages(topic string, q int32, off int64, maxMsgs, maxBytes int, match func(int64) bool) commitlog.GetResult {
+	s.mu.Lock()
+	if maxMsgs > 1 {
+		s.batched++
+	} else {
+		s.single++
+	}
+	s.mu.Unlock()
+	if maxMsgs > 1 && match != nil {
+		match(1)
+	}
+	return s.Store.GetMessages(topic, q, off, maxMsgs, maxBytes, match)
+}
+
+func TestTagsCodesThatDoNotPairUpFallBackToSingleReads(t *testing.T) {
+	levels := mustLevels(t, testLevels)
+	e := openEnv(t, t.TempDir(), levels, &recorder{})
+	defer e.close()
+	skew := &skewStore{Store: e.store}
+	svc, err := New(func() Config { c := testConfig(); c.Levels = levels; return c }(), skew, e.tables.Delay, e.rec)
+	require.NoError(t, err)
+	e.svc.Store(svc)
+	var all []sent
+	for i := 0; i < 20; i++ {
+		all = append(all, e.send("Skew", 0, 1, fmt.Sprintf("s%02d", i)))
+	}
+	require.NoError(t, e.store.WaitDispatched(e.store.MaxOffset(), time.Now().Add(30*time.Second)))
+	require.NoError(t, svc.Start())
+	waitDeliveries(t, e.rec, len(all))
+	for i, d := range e.rec.deliveries() {
+		require.Equal(t, all[i].key, d.key)
+		require.GreaterOrEqual(t, d.storeTs, all[i].storeTs+100)
+	}
+	skew.mu.Lock()
+	defer skew.mu.Unlock()
+	require.Positive(t, skew.single)
+}
