@@ -567,7 +567,7 @@ func (s *Store) cqCorrectMin(cq *consumeQueue, clMin int64) {
 // unitMatches reports whether unit u at logical offset q points at a valid
 // record of this queue with that queue offset.
 func (s *Store) unitMatches(cq *consumeQueue, q int64, u cqUnit) bool {
-	if !u.valid() || u.phys < s.minOffset.Load() || u.phys+int64(u.size) > s.maxOffset.Load() || u.phys+int64(u.size) > s.segEnd(u.phys) {
+	if !u.valid() || int64(u.size) > s.maxRecordBytes() || u.phys < s.minOffset.Load() || u.phys+int64(u.size) > s.maxOffset.Load() || u.phys+int64(u.size) > s.segEnd(u.phys) {
 		return false
 	}
 	b := make([]byte, u.size)

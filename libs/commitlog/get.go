@@ -112,7 +112,7 @@ func (s *Store) GetMessages(topic string, queueID int32, offset int64, maxMsgs i
 	for ; i*CQUnitSize < len(units); i++ {
 		u := getUnit(units[i*CQUnitSize:])
 		res.MaxPhysOffsetScanned = u.phys
-		if !u.valid() {
+		if !u.valid() || int64(u.size) > s.maxRecordBytes() || u.phys+int64(u.size) > s.segEnd(u.phys) {
 			continue
 		}
 		if nextPhysFileStart >= 0 && u.phys < nextPhysFileStart {

@@ -331,7 +331,14 @@ func (s *Store) scan(from int64) (at int64, file, reason string, scanned int64, 
 					if p == 0 {
 						// Larger than the chunk, or torn at the end of the file.
 						if len(b) >= 8 {
-							if want := int64(int32(be32(b))); want > n && pos+want <= sg.written && want <= s.segSize {
+							want := int64(int32(be32(b)))
+							if int32(be32(b[4:])) == MagicBlank && want > n && pos+want == s.segSize && sg.written == s.segSize {
+								// Padding to the end of a full segment: no need to read it.
+								scanned += want
+								p = want
+								continue
+							}
+							if want > n && pos+want <= sg.written && want <= s.maxRecordBytes() {
 								big := make([]byte, want)
 								if k, _ := sg.f.ReadAt(big, pos); int64(k) == want {
 									if _, sz, e := s.checkRecord(big, off); e == nil {

@@ -437,6 +437,17 @@ func (s *Store) readAt(p []byte, off int64) error {
 	return fmt.Errorf("commitlog: read %s at %d: %w", sg.name, off, err)
 }
 
+// maxRecordBytes bounds a stored record's size before anything is allocated
+// for it: generous enough for a master configured with a larger
+// MaxMessageSize.
+func (s *Store) maxRecordBytes() int64 {
+	m := int64(s.cfg.MaxMessageSize)
+	if m < 4<<20 {
+		m = 4 << 20
+	}
+	return 4*m + 1<<20
+}
+
 func (s *Store) segEnd(off int64) int64 { return (off/s.segSize + 1) * s.segSize }
 
 // ReadRecord returns one whole stored record (validated, CRC checked).
@@ -449,7 +460,7 @@ func (s *Store) ReadRecord(offset int64) ([]byte, error) {
 		return nil, err
 	}
 	size := int64(int32(be32(hdr[:])))
-	if size < BlankMinLength || offset+size > s.segEnd(offset) {
+	if size < BlankMinLength || offset+size > s.segEnd(offset) || size > s.maxRecordBytes() {
 		return nil, s.corruptAt(offset, fmt.Sprintf("record size %d out of bounds", size))
 	}
 	buf := make([]byte, size)
@@ -557,7 +568,7 @@ func (s *Store) ReadRaw(offset int64, maxBytes int) ([]byte, error) {
 			break
 		}
 		size := int(int32(be32(buf[p:])))
-		if p == 0 && size > len(buf) && int64(size) <= end-offset {
+		if p == 0 && size > len(buf) && int64(size) <= end-offset && int64(size) <= s.maxRecordBytes() {
 			// The first record is larger than maxBytes: return it whole.
 			nb := make([]byte, size)
 			if err := s.readAt(nb, offset); err != nil {
