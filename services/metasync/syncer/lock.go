@@ -38,8 +38,16 @@ type ConsulLocker struct {
 // invalidated. Short: a takeover only re-reads the master.
 const lockDelay = time.Second
 
-// Lock implements Locker.
+// lockPoll bounds one blocking query on the lock key, and is the retry pause
+// after an acquire refused during the lock delay.
+const lockPoll = 2 * time.Second
+
+// Lock implements Locker: create a session (TTL SessionTTL, lock delay 1s,
+// renewed in the background), then acquire the key with it, waiting on
+// blocking queries while another session holds it. lost closes when the key
+// no longer names our session or the session cannot be renewed.
 func (l *ConsulLocker) Lock(ctx context.Context, cluster, brokerName string) (<-chan struct{}, func(), error) {
+	key := LockKey(cluster, brokerName)
 	sid, _, err := l.Client.Session().Create(&consul.SessionEntry{
 		Name:      "metasync " + cluster + "/" + brokerName,
 		TTL:       l.SessionTTL.String(),
@@ -50,35 +58,70 @@ func (l *ConsulLocker) Lock(ctx context.Context, cluster, brokerName string) (<-
 		return nil, nil, fmt.Errorf("creating lock session: %w", err)
 	}
 	renewDone := make(chan struct{})
-	go func() { _ = l.Client.Session().RenewPeriodic(l.SessionTTL.String(), sid, nil, renewDone) }()
-	lock, err := l.Client.LockOpts(&consul.LockOptions{
-		Key:          LockKey(cluster, brokerName),
-		Value:        l.Value,
-		Session:      sid,
-		LockWaitTime: 5 * time.Second,
-	})
-	if err != nil {
-		close(renewDone)
-		return nil, nil, err
-	}
-	stop := make(chan struct{})
+	renewErr := make(chan struct{})
 	go func() {
-		select {
-		case <-ctx.Done():
-		case <-renewDone:
-		}
-		close(stop)
+		_ = l.Client.Session().RenewPeriodic(l.SessionTTL.String(), sid, nil, renewDone)
+		close(renewErr) // ends when renewDone closes (session destroyed) or renewal failed
 	}()
-	lost, err := lock.Lock(stop)
-	if err != nil || lost == nil {
-		close(renewDone)
-		if err == nil {
-			err = ctx.Err()
+	kv := l.Client.KV()
+	var index uint64
+	for {
+		if ctx.Err() != nil {
+			close(renewDone)
+			return nil, nil, ctx.Err()
 		}
-		return nil, nil, err
+		ok, _, err := kv.Acquire(&consul.KVPair{Key: key, Value: l.Value, Session: sid}, (&consul.WriteOptions{}).WithContext(ctx))
+		if err == nil && ok {
+			break
+		}
+		select {
+		case <-renewErr:
+			return nil, nil, fmt.Errorf("lock session %s ended", sid)
+		default:
+		}
+		// Held by someone else (or within the lock delay): wait for a change.
+		pair, meta, gerr := kv.Get(key, (&consul.QueryOptions{WaitIndex: index, WaitTime: lockPoll}).WithContext(ctx))
+		switch {
+		case gerr != nil:
+			sleepCtx(ctx, lockPoll/4)
+		case pair == nil || pair.Session == "":
+			if meta.LastIndex == index {
+				sleepCtx(ctx, lockPoll/8) // free but refused: lock delay
+			}
+			index = meta.LastIndex
+		default:
+			index = meta.LastIndex
+		}
 	}
+	lost := make(chan struct{})
+	mctx, mcancel := context.WithCancel(ctx)
+	go func() {
+		defer close(lost)
+		var idx uint64
+		for mctx.Err() == nil {
+			pair, meta, err := kv.Get(key, (&consul.QueryOptions{WaitIndex: idx, WaitTime: lockPoll}).WithContext(mctx))
+			select {
+			case <-renewErr:
+				return
+			default:
+			}
+			if err != nil {
+				// Consul unreachable: the session may expire without us
+				// knowing; stop syncing rather than risk two writers.
+				if mctx.Err() == nil {
+					return
+				}
+				continue
+			}
+			if pair == nil || pair.Session != sid {
+				return
+			}
+			idx = meta.LastIndex
+		}
+	}()
 	release := func() {
-		_ = lock.Unlock()
+		mcancel()
+		_, _, _ = kv.Release(&consul.KVPair{Key: key, Session: sid}, nil)
 		close(renewDone) // ends the renewal and destroys the session
 	}
 	return lost, release, nil

@@ -14,23 +14,14 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-func dialBus(t testing.TB, url string) *metasync.NATSBus {
-	t.Helper()
-	b, err := metasync.DialNATS(url, t.Name())
-	require.NoError(t, err)
-	t.Cleanup(b.Close)
-	waitFor(t, 10*time.Second, "nats connected", b.Connected)
-	return b
-}
-
 // TestTopicConvergence measures how long a topic created on the master takes
 // to reach a slave through metasync and NATS.
 func TestTopicConvergence(t *testing.T) {
 	nats := harness.StartNATST(t)
 	master := startFakeMaster(t, "")
-	const interval = 500 * time.Millisecond
-	svc := startService(t, svcOpts{natsURL: nats.URL(), masters: []string{cluster + "/" + broker + "@" + master.addr}, interval: interval})
-	sl := startSlave(t, dialBus(t, nats.URL()), []string{svc.URL()}, func() string { return master.addr }, time.Hour)
+	const interval = 300 * time.Millisecond
+	svc := startService(t, svcOpts{natsURL: nats.URL(), masters: []string{cluster + "/" + broker + "@" + master.Addr}, interval: interval})
+	sl := startSlave(t, dialBus(t, nats.URL()), []string{svc.URL()}, func() string { return master.Addr }, time.Hour)
 
 	var ds []time.Duration
 	slow := 0
@@ -38,8 +29,8 @@ func TestTopicConvergence(t *testing.T) {
 		name := "CONV_" + string(rune('A'+i))
 		time.Sleep(rand.N(interval)) // sample every phase of the pull schedule
 		start := time.Now()
-		putTopic(t, master.t(), name)
-		waitFor(t, 20*time.Second, name+" on the slave", func() bool { return sl.hasTopic(name) })
+		putTopic(t, master.T(), name)
+		waitFor(t, 20*time.Second, name+" on the slave", func() bool { return sl.HasTopic(name) })
 		d := time.Since(start)
 		if d > 2*time.Second {
 			slow++
@@ -47,7 +38,7 @@ func TestTopicConvergence(t *testing.T) {
 		ds = append(ds, d)
 	}
 	t.Logf("topic create -> applied on slave (syncInterval %v): %s; over 2s: %d", interval, distribution(ds), slow)
-	require.Equal(t, metasync.SourceNATS, sl.f.Status().Table(metasync.TableTopics).Source)
+	require.Equal(t, metasync.SourceNATS, sl.F.Status().Table(metasync.TableTopics).Source)
 
 	// With the master's doorbell the pull schedule no longer matters.
 	bell := dialBus(t, nats.URL())
@@ -56,9 +47,9 @@ func TestTopicConvergence(t *testing.T) {
 		name := "BELL_" + string(rune('A'+i))
 		time.Sleep(rand.N(interval))
 		start := time.Now()
-		putTopic(t, master.t(), name)
+		putTopic(t, master.T(), name)
 		require.NoError(t, bell.Publish(metasync.ChangedSubject(metasync.DefaultSubjectPrefix, cluster, broker), nil))
-		waitFor(t, 20*time.Second, name+" on the slave", func() bool { return sl.hasTopic(name) })
+		waitFor(t, 20*time.Second, name+" on the slave", func() bool { return sl.HasTopic(name) })
 		ds = append(ds, time.Since(start))
 	}
 	t.Logf("topic create + master doorbell -> applied on slave: %s", distribution(ds))
@@ -67,36 +58,36 @@ func TestTopicConvergence(t *testing.T) {
 func TestDeletesAndOffsets(t *testing.T) {
 	nats := harness.StartNATST(t)
 	master := startFakeMaster(t, "")
-	svc := startService(t, svcOpts{natsURL: nats.URL(), masters: []string{cluster + "/" + broker + "@" + master.addr}})
-	sl := startSlave(t, dialBus(t, nats.URL()), []string{svc.URL()}, func() string { return master.addr }, time.Hour)
+	svc := startService(t, svcOpts{natsURL: nats.URL(), masters: []string{cluster + "/" + broker + "@" + master.Addr}})
+	sl := startSlave(t, dialBus(t, nats.URL()), []string{svc.URL()}, func() string { return master.Addr }, time.Hour)
 
-	m := master.t()
+	m := master.T()
 	putTopic(t, m, "DEL_T")
 	_, err := m.Groups.Put(meta.NewSubscriptionGroupConfig("DEL_G"))
 	require.NoError(t, err)
 	m.Offsets.Commit("g", "DEL_T", 0, 10)
 	m.Delay.Update(1, 4)
 	waitFor(t, 10*time.Second, "created on slave", func() bool {
-		_, g := sl.tables.Groups.Get("DEL_G")
-		off, _ := sl.tables.Offsets.Query("g", "DEL_T", 0)
-		d, _ := sl.tables.Delay.Get(1)
-		return sl.hasTopic("DEL_T") && g && off == 10 && d == 4
+		_, g := sl.Tables.Groups.Get("DEL_G")
+		off, _ := sl.Tables.Offsets.Query("g", "DEL_T", 0)
+		d, _ := sl.Tables.Delay.Get(1)
+		return sl.HasTopic("DEL_T") && g && off == 10 && d == 4
 	})
 	_, err = m.Topics.Delete("DEL_T")
 	require.NoError(t, err)
 	_, err = m.Groups.Delete("DEL_G")
 	require.NoError(t, err)
 	waitFor(t, 10*time.Second, "deleted on slave", func() bool {
-		_, g := sl.tables.Groups.Get("DEL_G")
-		return !sl.hasTopic("DEL_T") && !g
+		_, g := sl.Tables.Groups.Get("DEL_G")
+		return !sl.HasTopic("DEL_T") && !g
 	})
 
 	// Consumers committed to the slave while its master was unreachable.
-	sl.tables.Offsets.Commit("g", "DEL_T", 0, 30)
+	sl.Tables.Offsets.Commit("g", "DEL_T", 0, 30)
 	m.Offsets.Commit("g", "DEL_T", 0, 20)
 	m.Offsets.Commit("g", "DEL_T", 1, 5)
-	waitFor(t, 10*time.Second, "queue 1 on slave", func() bool { off, _ := sl.tables.Offsets.Query("g", "DEL_T", 1); return off == 5 })
-	off, _ := sl.tables.Offsets.Query("g", "DEL_T", 0)
+	waitFor(t, 10*time.Second, "queue 1 on slave", func() bool { off, _ := sl.Tables.Offsets.Query("g", "DEL_T", 1); return off == 5 })
+	off, _ := sl.Tables.Offsets.Query("g", "DEL_T", 0)
 	require.EqualValues(t, 30, off)
 
 	// The master restarts with an older offset table than the slave holds.
@@ -104,12 +95,12 @@ func TestDeletesAndOffsets(t *testing.T) {
 	old.Offsets.Commit("g", "DEL_T", 0, 2)
 	old.Offsets.Commit("g", "DEL_T", 1, 1)
 	old.Offsets.Commit("g", "OTHER", 0, 3)
-	master.swap(old)
-	waitFor(t, 10*time.Second, "new key on slave", func() bool { off, _ := sl.tables.Offsets.Query("g", "OTHER", 0); return off == 3 })
-	require.NoError(t, sl.f.SyncNow(context.Background()))
-	off, _ = sl.tables.Offsets.Query("g", "DEL_T", 0)
+	master.Swap(old)
+	waitFor(t, 10*time.Second, "new key on slave", func() bool { off, _ := sl.Tables.Offsets.Query("g", "OTHER", 0); return off == 3 })
+	require.NoError(t, sl.F.SyncNow(context.Background()))
+	off, _ = sl.Tables.Offsets.Query("g", "DEL_T", 0)
 	require.EqualValues(t, 30, off)
-	off, _ = sl.tables.Offsets.Query("g", "DEL_T", 1)
+	off, _ = sl.Tables.Offsets.Query("g", "DEL_T", 1)
 	require.EqualValues(t, 5, off)
 
 	// /status shows master, metasync and slave versions.
@@ -120,7 +111,7 @@ func TestDeletesAndOffsets(t *testing.T) {
 	require.NoError(t, json.NewDecoder(resp.Body).Decode(&st))
 	require.Len(t, st.Groups, 1)
 	g := st.Groups[0]
-	require.Equal(t, master.addr, g.MasterAddr)
+	require.Equal(t, master.Addr, g.MasterAddr)
 	require.True(t, g.Owned)
 	for _, ts := range g.Tables {
 		require.GreaterOrEqual(t, ts.LastSuccessAgeMillis, int64(0), ts.Table)
@@ -138,29 +129,31 @@ func TestDeletesAndOffsets(t *testing.T) {
 func TestNATSOutage(t *testing.T) {
 	nats := harness.StartNATST(t)
 	master := startFakeMaster(t, "")
-	svc := startService(t, svcOpts{natsURL: nats.URL(), masters: []string{cluster + "/" + broker + "@" + master.addr}})
+	svc := startService(t, svcOpts{natsURL: nats.URL(), masters: []string{cluster + "/" + broker + "@" + master.Addr}})
 	const fallback = time.Second
-	sl := startSlave(t, dialBus(t, nats.URL()), []string{svc.URL()}, func() string { return master.addr }, fallback)
-	putTopic(t, master.t(), "BEFORE")
-	waitFor(t, 10*time.Second, "BEFORE", func() bool { return sl.hasTopic("BEFORE") })
+	sl := startSlave(t, dialBus(t, nats.URL()), []string{svc.URL()}, func() string { return master.Addr }, fallback)
+	putTopic(t, master.T(), "BEFORE")
+	waitFor(t, 10*time.Second, "BEFORE", func() bool { return sl.HasTopic("BEFORE") })
 
 	nats.Shutdown()
 	nats.WaitForShutdown()
-	waitFor(t, 10*time.Second, "follower sees the outage", func() bool { return !sl.f.Status().BusConnected })
+	waitFor(t, 10*time.Second, "follower sees the outage", func() bool { return !sl.F.Status().BusConnected })
 	start := time.Now()
-	putTopic(t, master.t(), "DURING")
-	waitFor(t, 10*fallback, "DURING via fallback", func() bool { return sl.hasTopic("DURING") })
+	putTopic(t, master.T(), "DURING")
+	waitFor(t, 10*fallback, "DURING via fallback", func() bool { return sl.HasTopic("DURING") })
 	t.Logf("converged without NATS after %v (fallback period %v)", time.Since(start).Round(time.Millisecond), fallback)
-	waitFor(t, 5*time.Second, "fallback mode", func() bool { return sl.f.Status().Mode == metasync.SourceFallback })
-	require.Equal(t, metasync.SourceFallback, sl.f.Status().Table(metasync.TableTopics).Source)
+	waitFor(t, 5*time.Second, "fallback mode", func() bool {
+		st := sl.F.Status()
+		return st.Mode == metasync.SourceFallback && st.Table(metasync.TableTopics).Source == metasync.SourceFallback
+	})
 
 	n2, err := nats.Restart()
 	require.NoError(t, err)
 	t.Cleanup(n2.Shutdown)
-	waitFor(t, 15*time.Second, "follower back on NATS", func() bool { return sl.f.Status().Mode == metasync.SourceNATS })
-	putTopic(t, master.t(), "AFTER")
+	waitFor(t, 15*time.Second, "follower back on NATS", func() bool { return sl.F.Status().Mode == metasync.SourceNATS })
+	putTopic(t, master.T(), "AFTER")
 	waitFor(t, 10*time.Second, "AFTER via NATS", func() bool {
-		return sl.hasTopic("AFTER") && sl.f.Status().Table(metasync.TableTopics).Source == metasync.SourceNATS
+		return sl.HasTopic("AFTER") && sl.F.Status().Table(metasync.TableTopics).Source == metasync.SourceNATS
 	})
 }
 
@@ -169,10 +162,10 @@ func TestNATSOutage(t *testing.T) {
 func TestRestartKeepsSnapshots(t *testing.T) {
 	nats := harness.StartNATST(t)
 	master := startFakeMaster(t, "")
-	putTopic(t, master.t(), "KEPT")
-	master.t().Offsets.Commit("g", "KEPT", 0, 9)
+	putTopic(t, master.T(), "KEPT")
+	master.T().Offsets.Commit("g", "KEPT", 0, 9)
 	dir := t.TempDir()
-	masters := []string{cluster + "/" + broker + "@" + master.addr}
+	masters := []string{cluster + "/" + broker + "@" + master.Addr}
 	svc := startService(t, svcOpts{natsURL: nats.URL(), dir: dir, masters: masters})
 	waitFor(t, 10*time.Second, "stored", func() bool {
 		for _, tbl := range metasync.AllTables {
@@ -207,10 +200,10 @@ func TestRestartKeepsSnapshots(t *testing.T) {
 		return len(st.Groups) == 1 && st.Groups[0].Tables[0].LastSuccessAgeMillis >= 0
 	})
 	time.Sleep(3 * svc2.cfg.SyncInterval) // let a few more pulls pass; nothing may be announced
-	require.Empty(t, ann.list())
-	putTopic(t, master.t(), "NEW")
-	waitFor(t, 10*time.Second, "announced after restart", func() bool { return len(ann.list()) == 1 })
-	a := ann.list()[0]
+	require.Empty(t, ann.List())
+	putTopic(t, master.T(), "NEW")
+	waitFor(t, 10*time.Second, "announced after restart", func() bool { return len(ann.List()) == 1 })
+	a := ann.List()[0]
 	require.Equal(t, metasync.TableTopics, a.Table)
 	require.Equal(t, before.Sequence+1, a.Sequence)
 }
