@@ -106,7 +106,7 @@ var cmdTopicRoute = &command{
 		fs.StringVar(&o.topic, "t", "", "topic (required)")
 	},
 	run: func(ctx context.Context, e *env) error {
-		if err := require("t", e.o.topic); err != nil {
+		if err := needFlag("t", e.o.topic); err != nil {
 			return err
 		}
 		rd, err := e.admin.TopicRoute(ctx, e.o.topic)
@@ -208,7 +208,7 @@ var cmdUpdateTopic = &command{
 		fs.BoolVar(&o.order, "o", false, "ordered topic")
 	},
 	run: func(ctx context.Context, e *env) error {
-		if err := require("t", e.o.topic); err != nil {
+		if err := needFlag("t", e.o.topic); err != nil {
 			return err
 		}
 		if err := meta.ValidateTopicName(e.o.topic); err != nil {
@@ -245,10 +245,10 @@ var cmdDeleteTopic = &command{
 		fs.StringVar(&o.cluster, "c", "", "cluster (required)")
 	},
 	run: func(ctx context.Context, e *env) error {
-		if err := require("t", e.o.topic); err != nil {
+		if err := needFlag("t", e.o.topic); err != nil {
 			return err
 		}
-		if err := require("c", e.o.cluster); err != nil {
+		if err := needFlag("c", e.o.cluster); err != nil {
 			return err
 		}
 		addrs, err := e.admin.targets(ctx, "", e.o.cluster)
@@ -393,7 +393,7 @@ var cmdUpdateSubGroup = &command{
 		fs.IntVar(&o.retryMax, "m", 16, "maximum redeliveries")
 	},
 	run: func(ctx context.Context, e *env) error {
-		if err := require("g", e.o.group); err != nil {
+		if err := needFlag("g", e.o.group); err != nil {
 			return err
 		}
 		if err := meta.ValidateTopicName(e.o.group); err != nil {
@@ -426,7 +426,7 @@ var cmdDeleteSubGroup = &command{
 		fs.BoolVar(&o.clean, "r", false, "also remove the group's committed offsets")
 	},
 	run: func(ctx context.Context, e *env) error {
-		if err := require("g", e.o.group); err != nil {
+		if err := needFlag("g", e.o.group); err != nil {
 			return err
 		}
 		addrs, err := e.admin.groupAddrs(ctx, e.o.broker, e.o.cluster)
@@ -448,7 +448,7 @@ var cmdBrokerStatus = &command{
 		fs.StringVar(&o.broker, "b", "", "broker address (required)")
 	},
 	run: func(ctx context.Context, e *env) error {
-		if err := require("b", e.o.broker); err != nil {
+		if err := needFlag("b", e.o.broker); err != nil {
 			return err
 		}
 		kv, err := e.admin.RuntimeInfo(ctx, e.o.broker)

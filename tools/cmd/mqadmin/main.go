@@ -167,8 +167,8 @@ func splitAddrs(s string) []string {
 	return out
 }
 
-// require reports a usage error when a mandatory flag is empty.
-func require(flagName, v string) error {
+// needFlag reports a usage error when a mandatory flag is empty.
+func needFlag(flagName, v string) error {
 	if v == "" {
 		return fmt.Errorf("%w: -%s is required", ErrUsage, flagName)
 	}

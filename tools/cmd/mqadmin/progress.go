@@ -40,7 +40,7 @@ var cmdConsumerProgress = &command{
 		fs.StringVar(&o.cluster, "c", "", "only masters of this cluster")
 	},
 	run: func(ctx context.Context, e *env) error {
-		if err := require("g", e.o.group); err != nil {
+		if err := needFlag("g", e.o.group); err != nil {
 			return err
 		}
 		cp, err := consumerProgress(ctx, e.admin, e.o.group, e.o.topic, e.o.cluster)

@@ -1,0 +1,322 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"regexp"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/rmqha/rmqha/libs/remoting"
+	"github.com/rmqha/rmqha/tools/e2e"
+	"github.com/rmqha/rmqha/tools/harness"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// send stores n messages of size bytes on the master, spread over the topic's queues.
+func send(t *testing.T, g *e2e.Group, topic string, queues, n, size int) {
+	t.Helper()
+	body := []byte(strings.Repeat("x", size))
+	for i := 0; i < n; i++ {
+		ext := map[string]string{
+			"producerGroup": "mqadmin-test", "topic": topic, "defaultTopic": "TBW102", "defaultTopicQueueNums": "4",
+			"queueId": strconv.Itoa(i % queues), "sysFlag": "0", "bornTimestamp": strconv.FormatInt(time.Now().UnixMilli(), 10),
+			"flag": "0", "properties": "", "reconsumeTimes": "0", "unitMode": "false", "batch": "false",
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		resp, err := g.Admin.Invoke(ctx, g.MasterAddr, remoting.NewRequest(remoting.SendMessage, ext, body))
+		cancel()
+		require.NoError(t, err)
+		require.Equal(t, remoting.Success, resp.Code, "send: %s", resp.Remark)
+	}
+}
+
+// commit stores a consumer offset on the master.
+func commit(t *testing.T, g *e2e.Group, group, topic string, qid int, off int64) {
+	t.Helper()
+	ext := map[string]string{"consumerGroup": group, "topic": topic, "queueId": strconv.Itoa(qid), "commitOffset": strconv.FormatInt(off, 10)}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	resp, err := g.Admin.Invoke(ctx, g.MasterAddr, remoting.NewRequest(remoting.UpdateConsumerOffset, ext, nil))
+	require.NoError(t, err)
+	require.Equal(t, remoting.Success, resp.Code, resp.Remark)
+}
+
+// mustRun runs a command that must succeed and returns its stdout.
+func mustRun(t *testing.T, args ...string) string {
+	t.Helper()
+	code, out, errOut := runOut(args...)
+	require.Equal(t, ExitOK, code, "mqadmin %q\nstdout:\n%s\nstderr:\n%s", args, out, errOut)
+	t.Logf("mqadmin %s\n%s", strings.Join(args, " "), out)
+	return out
+}
+
+// eventuallyRun reruns a command until check accepts its stdout.
+func eventuallyRun(t *testing.T, check func(code int, out string) error, args ...string) string {
+	t.Helper()
+	var last string
+	harness.Eventually(t, 30*time.Second, func() error {
+		code, out, errOut := runOut(args...)
+		last = out
+		if err := check(code, out); err != nil {
+			return fmt.Errorf("%w\nstdout:\n%s\nstderr:\n%s", err, out, errOut)
+		}
+		return nil
+	})
+	t.Logf("mqadmin %s\n%s", strings.Join(args, " "), last)
+	return last
+}
+
+// tableRow finds the first line of out whose fields start with prefix.
+func tableRow(out string, prefix ...string) []string {
+	for _, line := range strings.Split(out, "\n") {
+		f := strings.Fields(line)
+		if len(f) >= len(prefix) && strings.Join(f[:len(prefix)], " ") == strings.Join(prefix, " ") {
+			return f
+		}
+	}
+	return nil
+}
+
+func TestCommandsAgainstGroup(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts a name server, a master and a slave")
+	}
+	cfg := e2e.DefaultGroupConfig()
+	cfg.MasterRole = "ASYNC_MASTER"
+	cfg.ProxyHA = true
+	// A slave more than 256 KiB behind is out of sync, so a throttled link shows a catching-up slave.
+	cfg.ExtraMaster = []string{"haMaxGapNotInSync=262144"}
+	g := e2e.StartGroup(t, cfg)
+	ns := g.NamesrvAddr
+	cluster := e2e.ClusterName
+	httpFlag := g.MasterHTTP + "," + g.SlaveHTTP
+
+	t.Run("clusterList", func(t *testing.T) {
+		out := mustRun(t, "clusterList", "-n", ns)
+		m := tableRow(out, cluster, e2e.BrokerName, "0")
+		require.NotNil(t, m, out)
+		assert.Equal(t, []string{g.MasterAddr, "ASYNC_MASTER", "V4_9_8"}, m[3:6], out)
+		s := tableRow(out, cluster, e2e.BrokerName, "1")
+		require.NotNil(t, s, out)
+		assert.Equal(t, []string{g.SlaveAddr, "SLAVE", "V4_9_8"}, s[3:6], out)
+
+		var js struct{ Brokers []BrokerRow }
+		require.NoError(t, json.Unmarshal([]byte(mustRun(t, "clusterList", "-n", ns, "--json")), &js))
+		require.Len(t, js.Brokers, 2)
+		assert.Equal(t, "ASYNC_MASTER", js.Brokers[0].Role)
+		assert.Equal(t, g.SlaveAddr, js.Brokers[1].Addr)
+		assert.Empty(t, js.Brokers[1].Error)
+
+		code, _, _ := runOut("clusterList", "-n", ns, "-c", "NoSuchCluster")
+		assert.Equal(t, ExitOK, code, "an empty cluster is an empty table")
+	})
+
+	t.Run("brokerStatus", func(t *testing.T) {
+		out := mustRun(t, "brokerStatus", "-b", g.MasterAddr)
+		assert.Equal(t, []string{"brokerRole", "ASYNC_MASTER"}, tableRow(out, "brokerRole"), out)
+		var kv map[string]string
+		require.NoError(t, json.Unmarshal([]byte(mustRun(t, "brokerStatus", "-b", g.SlaveAddr, "--json")), &kv))
+		assert.Equal(t, "SLAVE", kv["brokerRole"])
+		assert.Equal(t, "true", kv["haConnected"])
+	})
+
+	const topic = "AdminTopic"
+	t.Run("topics", func(t *testing.T) {
+		out := mustRun(t, "updateTopic", "-n", ns, "-c", cluster, "-t", topic, "-r", "4", "-w", "4")
+		assert.Contains(t, out, "update topic "+topic+" on "+g.MasterAddr+": success")
+
+		// The master re-registers in the background; the route follows.
+		out = eventuallyRun(t, func(code int, out string) error {
+			if code != ExitOK || tableRow(out, e2e.BrokerName, "4", "4") == nil {
+				return fmt.Errorf("route not there yet (exit %d)", code)
+			}
+			return nil
+		}, "topicRoute", "-n", ns, "-t", topic)
+		row := tableRow(out, e2e.BrokerName, "4", "4")
+		assert.Equal(t, "RW(6)", row[3])
+		assert.Contains(t, out, "0="+g.MasterAddr)
+
+		var rd struct {
+			QueueDatas []struct {
+				BrokerName    string
+				ReadQueueNums int
+			}
+		}
+		require.NoError(t, json.Unmarshal([]byte(mustRun(t, "topicRoute", "-n", ns, "-t", topic, "--json")), &rd))
+		require.Len(t, rd.QueueDatas, 1)
+		assert.Equal(t, 4, rd.QueueDatas[0].ReadQueueNums)
+
+		assert.Contains(t, strings.Fields(mustRun(t, "topicList", "-n", ns)), topic)
+		var tl struct{ Topics []string }
+		require.NoError(t, json.Unmarshal([]byte(mustRun(t, "topicList", "-n", ns, "--json")), &tl))
+		assert.Contains(t, tl.Topics, topic)
+
+		code, _, errOut := runOut("topicRoute", "-n", ns, "-t", "NoSuchTopic")
+		assert.Equal(t, ExitServer, code, errOut)
+		assert.Contains(t, errOut, "TOPIC_NOT_EXIST")
+
+		code, _, errOut = runOut("updateTopic", "-b", g.MasterAddr, "-t", cluster)
+		assert.Equal(t, ExitServer, code, "the cluster name is reserved: %s", errOut)
+	})
+
+	t.Run("groups", func(t *testing.T) {
+		out := mustRun(t, "updateSubGroup", "-n", ns, "-g", "AdminGroup", "-m", "5")
+		assert.Contains(t, out, "update group AdminGroup on "+g.MasterAddr+": success")
+		out = mustRun(t, "consumerGroupList", "-n", ns)
+		row := tableRow(out, "AdminGroup", g.MasterAddr)
+		require.NotNil(t, row, out)
+		assert.Equal(t, []string{"true", "true", "1", "5", "0", "1"}, row[2:], out)
+
+		var js struct{ Groups []GroupRow }
+		require.NoError(t, json.Unmarshal([]byte(mustRun(t, "consumerGroupList", "-b", g.MasterAddr, "--json")), &js))
+		found := false
+		for _, gr := range js.Groups {
+			if gr.GroupName == "AdminGroup" {
+				found = true
+				assert.EqualValues(t, 5, gr.RetryMaxTimes)
+			}
+		}
+		assert.True(t, found, "%+v", js.Groups)
+
+		mustRun(t, "deleteSubGroup", "-n", ns, "-c", cluster, "-g", "AdminGroup")
+		out = mustRun(t, "consumerGroupList", "-n", ns)
+		assert.Nil(t, tableRow(out, "AdminGroup"), out)
+	})
+
+	t.Run("consumerProgress", func(t *testing.T) {
+		send(t, g, topic, 4, 20, 100) // 5 per queue
+		commit(t, g, "ProgressGroup", topic, 0, 5)
+		commit(t, g, "ProgressGroup", topic, 1, 2)
+		// The consume queues are dispatched in the background; wait for all 20 messages.
+		out := eventuallyRun(t, func(code int, out string) error {
+			if code != ExitOK || !strings.Contains(out, "Total lag: 13") {
+				return fmt.Errorf("not dispatched yet (exit %d)", code)
+			}
+			return nil
+		}, "consumerProgress", "-n", ns, "-g", "ProgressGroup")
+		assert.Equal(t, []string{topic, e2e.BrokerName, "0", "5", "5", "0"}, tableRow(out, topic, e2e.BrokerName, "0"), out)
+		assert.Equal(t, []string{topic, e2e.BrokerName, "1", "5", "2", "3"}, tableRow(out, topic, e2e.BrokerName, "1"), out)
+		// Queues 2 and 3 have no committed offset: the broker says they start at 0.
+		assert.Equal(t, []string{topic, e2e.BrokerName, "2", "5", "0", "5"}, tableRow(out, topic, e2e.BrokerName, "2"), out)
+		assert.Contains(t, out, "Total lag: 13")
+
+		var cp ConsumerProgress
+		require.NoError(t, json.Unmarshal([]byte(mustRun(t, "consumerProgress", "-n", ns, "-g", "ProgressGroup", "--json")), &cp))
+		assert.Len(t, cp.Queues, 4)
+		assert.EqualValues(t, 13, cp.TotalLag)
+
+		code, _, errOut := runOut("consumerProgress", "-n", ns, "-g", "NobodyGroup")
+		assert.Equal(t, ExitServer, code, errOut)
+		assert.Contains(t, errOut, "no committed offsets")
+	})
+
+	t.Run("haStatus in sync", func(t *testing.T) {
+		g.WaitSlaveCaughtUp(t)
+		out := eventuallyRun(t, func(code int, out string) error {
+			if r := tableRow(out, cluster, e2e.BrokerName, "1"); code != ExitOK || r == nil || r[9] != "yes" {
+				return fmt.Errorf("slave not shown in sync (exit %d)", code)
+			}
+			return nil
+		}, "haStatus", "-n", ns, "--http", httpFlag)
+		m := tableRow(out, cluster, e2e.BrokerName, "0")
+		require.NotNil(t, m, out)
+		assert.Equal(t, []string{"ASYNC_MASTER", g.MasterAddr}, m[3:5])
+		assert.Contains(t, out, "copies 2")
+		s := tableRow(out, cluster, e2e.BrokerName, "1")
+		assert.Equal(t, []string{"SLAVE", g.SlaveAddr, m[5], "0", "B"}, s[3:8], out)
+		assert.NotContains(t, out, "WARNING")
+
+		// Without the status pages the runtime info alone still settles the in-sync state.
+		out = mustRun(t, "haStatus", "-n", ns, "--check")
+		assert.Equal(t, "yes", tableRow(out, cluster, e2e.BrokerName, "1")[9], out)
+
+		var rep HAReport
+		require.NoError(t, json.Unmarshal([]byte(mustRun(t, "haStatus", "-n", ns, "--http", httpFlag, "--json")), &rep))
+		require.Len(t, rep.Groups, 1)
+		hg := rep.Groups[0]
+		assert.Equal(t, 2, hg.InSyncCount)
+		assert.Equal(t, 1, hg.SlaveCount)
+		assert.GreaterOrEqual(t, hg.Epoch, int64(1))
+		require.Len(t, hg.Nodes, 2)
+		assert.Equal(t, "runtime+http", hg.Nodes[1].Source)
+		require.NotNil(t, hg.Nodes[1].InSync)
+		assert.True(t, *hg.Nodes[1].InSync)
+		assert.Equal(t, hg.Nodes[0].MaxOffset, hg.Nodes[1].MaxOffset)
+	})
+
+	t.Run("haStatus catching up", func(t *testing.T) {
+		g.HAProxy.SetBandwidth(256 << 10)
+		send(t, g, topic, 4, 24, 200<<10) // ~4.7 MiB, about 18 s at 256 KiB/s
+		out := eventuallyRun(t, func(code int, out string) error {
+			if code != ExitOK || !strings.Contains(out, "catching up") {
+				return fmt.Errorf("no catching-up slave (exit %d)", code)
+			}
+			return nil
+		}, "haStatus", "-n", ns, "--http", httpFlag)
+		s := tableRow(out, cluster, e2e.BrokerName, "1")
+		require.NotNil(t, s, out)
+		assert.Equal(t, "NO", s[9], out) // fields 6-7 are the lag with its unit
+		bar := regexp.MustCompile(`broker-a/1 catching up \[[#.]{30}\] +\d+\.\d% +[\d.]+ [KMG]iB behind +[\d.]+ (B|KiB|MiB)/s +(\d+[smh]|\d+m\d+s|\d+h\d+m) left`)
+		assert.Regexp(t, bar, out)
+		assert.Contains(t, out, "WARNING broker-a: slave 1 ("+g.SlaveAddr+") is not in sync")
+
+		// --watch refreshes: two samples, the second with a rate.
+		var lines []HAReport
+		code, wout, werr := runOut("haStatus", "-n", ns, "--http", httpFlag, "--watch", "--count", "2", "--interval", "500ms", "--json")
+		require.Equal(t, ExitOK, code, werr)
+		for _, l := range strings.Split(strings.TrimSpace(wout), "\n") {
+			var r HAReport
+			require.NoError(t, json.Unmarshal([]byte(l), &r), l)
+			lines = append(lines, r)
+		}
+		require.Len(t, lines, 2)
+		sl := lines[1].Groups[0].Nodes[1]
+		require.NotNil(t, sl.RateBytesPerSec, "%+v", sl)
+		if sl.CatchingUp {
+			require.NotNil(t, sl.Progress)
+			assert.Less(t, *sl.Progress, 1.0)
+		}
+		code, wout, _ = runOut("haStatus", "-n", ns, "--watch", "--count", "2", "--interval", "200ms")
+		require.Equal(t, ExitOK, code)
+		assert.Equal(t, 2, strings.Count(wout, "Every 200ms: mqadmin haStatus"), wout)
+
+		g.HAProxy.SetBandwidth(0)
+		g.WaitSlaveCaughtUp(t)
+	})
+
+	t.Run("haStatus slave stopped", func(t *testing.T) {
+		g.Slave.Kill()
+		out := eventuallyRun(t, func(code int, out string) error {
+			if !strings.Contains(out, "no slave connected") {
+				return fmt.Errorf("master still reports a slave (exit %d)", code)
+			}
+			return nil
+		}, "haStatus", "-n", ns, "--http", httpFlag)
+		assert.Contains(t, out, "copies 1", out)
+		assert.Contains(t, out, "WARNING status page "+g.SlaveHTTP, out)
+		code, _, _ := runOut("haStatus", "-n", ns, "--check")
+		assert.Equal(t, ExitServer, code, "--check fails while the group has no slave")
+
+		var rep HAReport
+		require.NoError(t, json.Unmarshal([]byte(mustRun(t, "haStatus", "-n", ns, "--json")), &rep))
+		require.Len(t, rep.Groups, 1)
+		assert.Equal(t, 1, rep.Groups[0].InSyncCount)
+		assert.Equal(t, 0, rep.Groups[0].SlaveCount)
+	})
+
+	t.Run("deleteTopic", func(t *testing.T) {
+		out := mustRun(t, "deleteTopic", "-n", ns, "-c", cluster, "-t", topic)
+		assert.Contains(t, out, "delete topic "+topic+" on "+g.MasterAddr+": success")
+		eventuallyRun(t, func(code int, out string) error {
+			if code != ExitServer {
+				return fmt.Errorf("route still served (exit %d)", code)
+			}
+			return nil
+		}, "topicRoute", "-n", ns, "-t", topic)
+	})
+}
