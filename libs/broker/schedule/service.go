@@ -16,6 +16,8 @@ type Store interface {
 	GetMessages(topic string, queueID int32, offset int64, maxMsgs int, maxBytes int, match func(tagsCode int64) bool) commitlog.GetResult
 	QueueMaxOffset(topic string, queueID int32) int64
 	Queues() map[string][]int32
+	MaxOffset() int64
+	DispatchedOffset() int64
 }
 
 // Offsets holds the per-level delivery progress: *meta.DelayOffsetTable
@@ -250,8 +252,11 @@ func (s *Service) advance(level int, off int64) {
 // a level (at most about readBytes) with one consume-queue read and one
 // CommitLog read per contiguous run.
 const (
-	readBatch = 32
-	readBytes = 256 << 10
+	// dispatchLagPoll is how often a level whose offset lies beyond its
+	// queue looks again while the store's dispatcher is behind.
+	dispatchLagPoll = 50 * time.Millisecond
+	readBatch       = 32
+	readBytes       = 256 << 10
 )
 
 // fetch reads the next entries of a queue with the tags code of each. The
@@ -297,6 +302,7 @@ func (s *Service) runLevel(level int, off int64, stop <-chan struct{}) {
 		return true
 	}
 	single := false
+	mark := int64(-1) // CommitLog end when the offset was first seen beyond its queue
 	for {
 		select {
 		case <-stop:
@@ -305,29 +311,48 @@ func (s *Service) runLevel(level int, off int64, stop <-chan struct{}) {
 		}
 		res, tags := s.fetch(qid, off, single)
 		single = false
+		if res.Status != commitlog.NoMessageInQueue && res.Status != commitlog.NoMatchedLogicQueue && res.Status != commitlog.OffsetOverflowBadly {
+			mark = -1
+		}
 		switch res.Status {
 		case commitlog.Found:
-		case commitlog.OffsetOverflowOne, commitlog.NoMatchedLogicQueue:
+		case commitlog.OffsetOverflowOne:
 			if !idle() {
 				return
 			}
 			continue
-		case commitlog.NoMessageInQueue:
-			if off != 0 {
-				log.WithField("offset", off).Warn("schedule queue is empty; delivery offset reset to 0")
-				off = 0
-				s.advance(level, off)
+		case commitlog.NoMessageInQueue, commitlog.NoMatchedLogicQueue, commitlog.OffsetOverflowBadly:
+			end := res.MaxOffset
+			if res.Status != commitlog.OffsetOverflowBadly {
+				end = 0 // an empty or missing queue
 			}
-			if !idle() {
-				return
+			if off == end {
+				mark = -1
+				if !idle() {
+					return
+				}
+				continue
 			}
-			continue
-		case commitlog.OffsetOverflowBadly:
-			// The queue is shorter than our progress (a truncated or
-			// re-copied store): continue at its end so that new entries are
-			// not skipped.
-			log.WithField("offset", off).WithField("max", res.MaxOffset).Warn("delivery offset beyond the schedule queue; moved to its end")
-			off = res.MaxOffset
+			// The queue is shorter than our progress. Right after a
+			// promotion that is usually the dispatcher still building the
+			// consume queues from replicated records: never move the offset
+			// back before every record stored when this was first seen is
+			// dispatched and the queue still looks short (moving back early
+			// would re-deliver in bulk). Then the store really is shorter
+			// (truncated or copied again): continue at the queue's end so
+			// that new entries are not skipped.
+			if mark < 0 || s.store.DispatchedOffset() < mark {
+				if mark < 0 {
+					mark = s.store.MaxOffset()
+				}
+				if !sleep(stop, dispatchLagPoll) {
+					return
+				}
+				continue
+			}
+			mark = -1
+			log.WithField("offset", off).WithField("max", end).Warn("delivery offset beyond the schedule queue; moved to its end")
+			off = end
 			s.advance(level, off)
 			continue
 		default:

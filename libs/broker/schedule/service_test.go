@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -455,4 +456,46 @@ func TestTagsCodesThatDoNotPairUpFallBackToSingleReads(t *testing.T) {
 	skew.mu.Lock()
 	defer skew.mu.Unlock()
 	require.Positive(t, skew.single)
+}
+
+// lagStore pretends the dispatcher is behind the CommitLog while lag is set.
+type lagStore struct {
+	*commitlog.Store
+	lag atomic.Bool
+}
+
+func (s *lagStore) MaxOffset() int64 {
+	if s.lag.Load() {
+		return s.Store.DispatchedOffset() + 1
+	}
+	return s.Store.MaxOffset()
+}
+
+func TestOffsetBeyondQueueWaitsForDispatchBeforeMovingBack(t *testing.T) {
+	levels := mustLevels(t, testLevels)
+	e := openEnv(t, t.TempDir(), levels, &recorder{})
+	defer e.close()
+	// Progress copied from an old master: level 1 delivered 3 entries,
+	// level 2 none yet; this store's schedule queues are not built yet.
+	e.tables.Delay.Update(1, 3)
+	for i := 0; i < 2; i++ {
+		e.send("Lag", 0, 2, fmt.Sprintf("l%d", i))
+	}
+	require.NoError(t, e.store.WaitDispatched(e.store.MaxOffset(), time.Now().Add(30*time.Second)))
+	ls := &lagStore{Store: e.store}
+	ls.lag.Store(true)
+	cfg := testConfig()
+	cfg.Levels = levels
+	svc, err := New(cfg, ls, e.tables.Delay, e.rec)
+	require.NoError(t, err)
+	e.svc.Store(svc)
+	require.NoError(t, svc.Start())
+	require.Never(t, func() bool { off, _ := e.tables.Delay.Get(1); return off != 3 }, 300*time.Millisecond, 10*time.Millisecond,
+		"offset moved while the consume queues were still being built")
+	waitDeliveries(t, e.rec, 2) // level 2 is unaffected
+	ls.lag.Store(false)
+	require.Eventually(t, func() bool { off, _ := e.tables.Delay.Get(1); return off == 0 }, 30*time.Second, 5*time.Millisecond)
+	e.send("Lag", 0, 1, "after")
+	waitDeliveries(t, e.rec, 3)
+	require.Equal(t, "after", e.rec.deliveries()[2].key)
 }
