@@ -25,27 +25,37 @@ func NewFrameReader(r io.Reader, bufSize int) *FrameReader {
 // Next reads one frame whose length (type + body) is at most max bytes; a
 // longer frame fails with ErrFrameTooLarge before anything is allocated.
 func (fr *FrameReader) Next(max int) (FrameType, []byte, error) {
+	t, body, err := fr.NextInto(max, fr.buf)
+	if cap(body) > cap(fr.buf) {
+		fr.buf = body[:0]
+	}
+	return t, body, err
+}
+
+// NextInto is Next reading the body into buf (grown when too small), so a
+// caller can hand bodies to another goroutine and recycle the buffers.
+func (fr *FrameReader) NextInto(max int, buf []byte) (FrameType, []byte, error) {
 	var hdr [FrameHeaderLen]byte
 	if _, err := io.ReadFull(fr.r, hdr[:]); err != nil {
-		return 0, nil, err
+		return 0, buf[:0], err
 	}
 	n := binary.BigEndian.Uint32(hdr[:])
 	if n < 1 {
-		return 0, nil, fmt.Errorf("%w: zero length", ErrBadFrame)
+		return 0, buf[:0], fmt.Errorf("%w: zero length", ErrBadFrame)
 	}
 	if uint64(n) > uint64(max) {
-		return 0, nil, fmt.Errorf("%w: %d bytes (limit %d) type %d", ErrFrameTooLarge, n, max, hdr[4])
+		return 0, buf[:0], fmt.Errorf("%w: %d bytes (limit %d) type %d", ErrFrameTooLarge, n, max, hdr[4])
 	}
 	blen := int(n) - 1
-	if cap(fr.buf) < blen {
-		fr.buf = make([]byte, blen)
+	if cap(buf) < blen {
+		buf = make([]byte, blen)
 	}
-	body := fr.buf[:blen]
+	body := buf[:blen]
 	if _, err := io.ReadFull(fr.r, body); err != nil {
 		if err == io.EOF {
 			err = io.ErrUnexpectedEOF
 		}
-		return 0, nil, err
+		return 0, body[:0], err
 	}
 	return FrameType(hdr[4]), body, nil
 }

@@ -368,60 +368,121 @@ func (s *Slave) session(conn net.Conn, addr string) (accepted bool, rec *Recover
 	s.wg.Add(1)
 	go s.heartbeat(conn, ar, &wmu, stop)
 
-	ackBuf := make([]byte, 0, 32)
+	// Receiving and appending overlap: this goroutine reads and validates
+	// frames, an appender writes them to the log and acknowledges them, in
+	// order. A few recycled buffers bound the memory and apply backpressure.
+	const inFlight = 3
+	jobs := make(chan dataJob, inFlight)
+	free := make(chan []byte, inFlight+1)
+	for i := 0; i < inFlight+1; i++ {
+		free <- nil
+	}
+	appendErr := make(chan error, 1)
+	appenderDone := make(chan struct{})
+	go func() {
+		defer close(appenderDone)
+		ackBuf := make([]byte, 0, 32)
+		for j := range jobs {
+			err := s.apply(j, conn, &wmu, &ackBuf)
+			free <- j.buf
+			if err != nil {
+				lg.WithError(err).WithField("offset", j.d.StartOffset).Error("HA append to the local log failed")
+				appendErr <- err
+				_ = conn.Close()
+				for j := range jobs {
+					free <- j.buf
+				}
+				return
+			}
+		}
+	}()
+	finish := func(acc bool, r *Recovery, err error) (bool, *Recovery, error) {
+		close(jobs)
+		<-appenderDone
+		select {
+		case aerr := <-appendErr:
+			return acc, nil, aerr
+		default:
+		}
+		return acc, r, err
+	}
 	for {
-		typ, body, r, err := next(MaxDataFrame)
-		if r != nil || err != nil {
-			return accepted, r, err
+		buf := <-free
+		typ, body, err := fr.NextInto(MaxDataFrame, buf)
+		if err != nil {
+			return finish(accepted, nil, err)
 		}
 		switch typ {
 		case FrameData:
 			d, err := DecodeData(body)
 			if err != nil {
-				return protocol(err)
+				return finish(protocol(err))
 			}
 			s.mu.Lock()
 			plan, err := s.st.OnData(d, s.view(), s.now())
-			var entries []EpochEntry
-			if err == nil && plan.NewEpoch != nil {
-				entries = append(s.st.Epochs().Entries(), *plan.NewEpoch)
-			}
 			s.mu.Unlock()
 			if err != nil {
 				lg.WithError(err).WithField("offset", d.StartOffset).Error("HA bad data frame from master")
-				return protocol(err)
+				return finish(protocol(err))
 			}
-			if plan.NewEpoch != nil {
-				if err := SaveEpochFile(s.cfg.EpochDir, entries); err != nil {
-					return accepted, nil, fmt.Errorf("saving epoch file: %w", err)
-				}
-			}
-			if err := s.log.AppendRaw(d.StartOffset, d.Records); err != nil {
-				lg.WithError(err).WithField("offset", d.StartOffset).Error("HA append to the local log failed")
-				return accepted, nil, fmt.Errorf("append at %d: %w", d.StartOffset, err)
-			}
-			s.mu.Lock()
-			a := s.st.Appended(plan.NewEpoch, s.view(), s.now())
-			s.mu.Unlock()
-			ackBuf = AppendAck(ackBuf[:0], a)
-			if err := s.writeFrame(conn, &wmu, ackBuf); err != nil {
-				return accepted, nil, err
-			}
+			jobs <- dataJob{d: d, plan: plan, buf: body}
+			continue
 		case FrameHeartbeat:
 			h, err := DecodeHeartbeat(body)
+			if err == nil {
+				s.mu.Lock()
+				err = s.st.OnHeartbeat(h, s.view(), s.now())
+				s.mu.Unlock()
+			}
 			if err != nil {
-				return protocol(err)
+				return finish(protocol(err))
+			}
+		case FrameError:
+			e, err := DecodeError(body)
+			if err != nil {
+				return finish(protocol(err))
 			}
 			s.mu.Lock()
-			err = s.st.OnHeartbeat(h, s.view(), s.now())
+			r := s.st.OnError(e)
 			s.mu.Unlock()
-			if err != nil {
-				return protocol(err)
-			}
+			return finish(accepted, &r, r.Err)
 		default:
-			return protocol(fmt.Errorf("%w: %s from master", ErrUnexpectedFrame, typ))
+			return finish(protocol(fmt.Errorf("%w: %s from master", ErrUnexpectedFrame, typ)))
+		}
+		free <- body
+	}
+}
+
+// dataJob is a validated Data frame waiting to be appended.
+type dataJob struct {
+	d    Data
+	plan DataPlan
+	buf  []byte
+}
+
+// apply appends one frame: epoch file first (a new epoch), then the records,
+// then the acknowledgement.
+func (s *Slave) apply(j dataJob, conn net.Conn, wmu *sync.Mutex, ackBuf *[]byte) error {
+	if j.plan.NewEpoch != nil {
+		s.mu.Lock()
+		last, ok := s.st.Epochs().Last()
+		need := !ok || last.Epoch < j.plan.NewEpoch.Epoch
+		entries := append(s.st.Epochs().Entries(), *j.plan.NewEpoch)
+		s.mu.Unlock()
+		if need {
+			if err := SaveEpochFile(s.cfg.EpochDir, entries); err != nil {
+				return fmt.Errorf("saving epoch file: %w", err)
+			}
 		}
 	}
+	if err := s.log.AppendRaw(j.d.StartOffset, j.d.Records); err != nil {
+		return fmt.Errorf("append at %d: %w", j.d.StartOffset, err)
+	}
+	s.mu.Lock()
+	a := s.st.Appended(j.plan.NewEpoch, s.view(), s.now())
+	s.mu.Unlock()
+	*ackBuf = AppendAck((*ackBuf)[:0], a)
+	return s.writeFrame(conn, wmu, *ackBuf)
 }
 
 // heartbeat sends acks every HeartbeatInterval and closes a connection the
@@ -472,7 +533,7 @@ func (s *Slave) heartbeatAck(conn net.Conn, wmu *sync.Mutex) error {
 	defer wmu.Unlock()
 	flushed := s.log.FlushedOffset()
 	s.mu.Lock()
-	w := s.st.next
+	w := s.st.Written()
 	s.mu.Unlock()
 	_ = conn.SetWriteDeadline(time.Now().Add(s.cfg.HousekeepingInterval))
 	_, err := conn.Write(AppendAck(nil, Ack{Written: w, Flushed: min(flushed, w)}))

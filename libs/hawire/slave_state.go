@@ -62,7 +62,9 @@ type SlaveState struct {
 	cfg          SlaveConfig
 	epochs       *EpochHistory
 	phase        SlavePhase
-	next         int64
+	next         int64 // where the next Data frame must start (received and validated so far)
+	written      int64 // how far the log holds what was received (acknowledged)
+	recvEpoch    int64 // epoch of the last validated Data frame
 	masterEpochs []EpochEntry
 	masterEpoch  int64
 	masterMax    int64
@@ -145,7 +147,7 @@ func (s *SlaveState) OnAccept(a Accept, lv LogView, now time.Time) (Ack, error) 
 		return Ack{}, err
 	}
 	s.phase = SlaveStreaming
-	s.next = a.StartOffset
+	s.next, s.written, s.recvEpoch = a.StartOffset, a.StartOffset, 0
 	s.masterEpochs = a.Epochs
 	s.masterEpoch, s.masterMax, s.confirmed = a.Epoch, a.MasterMax, a.Confirmed
 	s.lastRead, s.lastAck = now, now
@@ -162,8 +164,10 @@ type DataPlan struct {
 	NewEpoch *EpochEntry
 }
 
-// OnData validates a Data frame: it must continue exactly where the log
-// ends, carry whole records with a good CRC, and its epoch must not go back.
+// OnData validates a Data frame: it must continue exactly where the
+// previous one ended, carry whole records with a good CRC, and its epoch must
+// not go back. On success the frame counts as received; the caller appends it
+// (in order) and then calls Appended, or drops the connection.
 func (s *SlaveState) OnData(d Data, lv LogView, now time.Time) (DataPlan, error) {
 	if s.phase != SlaveStreaming {
 		return DataPlan{}, fmt.Errorf("%w: DATA in phase %s", ErrUnexpectedFrame, s.phase)
@@ -175,13 +179,13 @@ func (s *SlaveState) OnData(d Data, lv LogView, now time.Time) (DataPlan, error)
 	if err := d.Verify(lv.SegmentSize); err != nil {
 		return DataPlan{}, err
 	}
-	s.masterMax, s.confirmed = max(s.masterMax, d.MasterMax), d.Confirmed
-	var plan DataPlan
 	last, ok := s.epochs.Last()
-	switch {
-	case ok && d.Epoch < last.Epoch:
-		return DataPlan{}, fmt.Errorf("%w: data epoch %d older than local %d", ErrEpochOrder, d.Epoch, last.Epoch)
-	case !ok || d.Epoch > last.Epoch:
+	known := max(last.Epoch, s.recvEpoch)
+	if d.Epoch < known {
+		return DataPlan{}, fmt.Errorf("%w: data epoch %d older than %d", ErrEpochOrder, d.Epoch, known)
+	}
+	var plan DataPlan
+	if d.Epoch > known || !ok {
 		start := d.StartOffset
 		for _, e := range s.masterEpochs {
 			if e.Epoch == d.Epoch && e.StartOffset <= start {
@@ -193,19 +197,27 @@ func (s *SlaveState) OnData(d Data, lv LogView, now time.Time) (DataPlan, error)
 		}
 		plan.NewEpoch = &EpochEntry{Epoch: d.Epoch, StartOffset: start}
 	}
+	s.masterMax, s.confirmed = max(s.masterMax, d.MasterMax), d.Confirmed
+	s.next += int64(len(d.Records))
+	s.recvEpoch = d.Epoch
 	return plan, nil
 }
 
-// Appended records that the data was appended; it returns the Ack to send.
+// Appended records that a received frame is in the log; it returns the Ack to send.
 func (s *SlaveState) Appended(newEpoch *EpochEntry, lv LogView, now time.Time) Ack {
 	if newEpoch != nil {
-		_ = s.epochs.Append(*newEpoch) // validated in OnData
+		if l, ok := s.epochs.Last(); !ok || l.Epoch < newEpoch.Epoch {
+			_ = s.epochs.Append(*newEpoch) // validated in OnData
+		}
 	}
-	s.next = lv.Max
+	s.written = lv.Max
 	s.lastAck = now
 	s.noteCaughtUp(lv.Max, now)
 	return Ack{Written: lv.Max, Flushed: min(lv.Flushed, lv.Max)}
 }
+
+// Written is the offset acknowledged so far.
+func (s *SlaveState) Written() int64 { return s.written }
 
 // OnHeartbeat checks the master's position.
 func (s *SlaveState) OnHeartbeat(h Heartbeat, lv LogView, now time.Time) error {
