@@ -2,7 +2,9 @@ package broker
 
 import (
 	"context"
+	"encoding/binary"
 	"net/netip"
+	"strconv"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -124,4 +126,86 @@ func BenchmarkSend(b *testing.B) {
 			b.ReportMetric(rate/echo[mode.conc], "ratio_to_echo")
 		})
 	}
+}
+
+// BenchmarkPull: PULL_MESSAGE of 32 x 1 KiB messages over loopback from a master and from
+// its slave, as msgs/s and as a ratio to the store's own GetMessages rate on the same data,
+// measured in the same run.
+func BenchmarkPull(b *testing.B) {
+	cfg := testConfig(b)
+	cfg.MappedFileSizeCommitLog = 64 << 20
+	m := startBroker(b, cfg)
+	scfg := slaveConfig(b, m.HAAddr())
+	scfg.MappedFileSizeCommitLog = 64 << 20
+	s := startBroker(b, scfg)
+	c := newTestClient(b)
+	resp := invoke(b, c, m.Addr(), remoting.UpdateAndCreateTopic, map[string]string{"topic": "PB", "readQueueNums": "1", "writeQueueNums": "1", "perm": "6"}, nil)
+	require.Equal(b, remoting.Success, resp.Code)
+	body := make([]byte, 1024)
+	const n = 20000
+	msgs := make([]*commitlog.Message, 0, 64)
+	for i := 0; i < n; i += 64 {
+		msgs = msgs[:0]
+		for j := 0; j < 64; j++ {
+			msgs = append(msgs, &commitlog.Message{Topic: "PB", Body: body, Properties: "TAGS\x01a\x02"})
+		}
+		_, err := m.store.AppendBatch(msgs)
+		require.NoError(b, err)
+	}
+	total := int64(n + (64-n%64)%64)
+	require.Eventually(b, func() bool {
+		return m.store.QueueMaxOffset("PB", 0) == total && s.store.QueueMaxOffset("PB", 0) == total
+	}, 30*time.Second, 5*time.Millisecond)
+	base := 0.0
+	for pass := 0; pass < 3; pass++ { // best of three passes over warm data
+		start := time.Now()
+		read := int64(0)
+		for off := int64(0); off < total; {
+			g := m.store.GetMessages("PB", 0, off, 32, maxPullBytes, nil)
+			read += int64(len(g.Records))
+			off = g.NextBeginOffset
+		}
+		base = max(base, float64(read)/time.Since(start).Seconds())
+	}
+	b.Logf("same-run baseline: store GetMessages %.0f msgs/s", base)
+	for _, target := range []struct {
+		name string
+		br   *Broker
+	}{{"master", m}, {"slave", s}} {
+		b.Run(target.name, func(b *testing.B) {
+			invoke(b, c, target.br.Addr(), remoting.HeartBeat, nil, heartbeatBody("bench@1", "pbg", map[string]string{"PB": "*"}))
+			b.SetBytes(32 * 1024)
+			b.ResetTimer()
+			start := time.Now()
+			got := 0
+			off := int64(0)
+			for i := 0; i < b.N; i++ {
+				resp, err := c.Invoke(context.Background(), target.br.Addr(), remoting.NewRequest(remoting.PullMessage, pullExt("pbg", "PB", 0, off, 0, 0), nil))
+				require.NoError(b, err)
+				require.Equal(b, remoting.Success, resp.Code, resp.Remark)
+				got += countRecords(resp.Body)
+				off, _ = strconv.ParseInt(resp.Ext("nextBeginOffset"), 10, 64)
+				if off >= total {
+					off = 0
+				}
+			}
+			rate := float64(got) / time.Since(start).Seconds()
+			b.StopTimer()
+			b.ReportMetric(rate, "msgs/s")
+			b.ReportMetric(rate/base, "ratio_to_store")
+		})
+	}
+}
+
+func countRecords(body []byte) int {
+	n := 0
+	for len(body) >= 4 {
+		size := int(binary.BigEndian.Uint32(body))
+		if size <= 0 || size > len(body) {
+			break
+		}
+		body = body[size:]
+		n++
+	}
+	return n
 }
