@@ -26,9 +26,26 @@
 // never skipped. A level with nothing queued sleeps until Notify (wired to
 // the store's dispatch callback through OnDispatch) or IdleRecheck.
 //
+// A loop reads up to 32 entries (about 256 KiB) per round. A unit whose
+// tags code is not a delivery time (stored without the TagsCode hook) is due
+// at its store timestamp + the level's delay.
+//
 // Entries that cannot be delivered at all are logged and passed over: a
-// record that no longer decodes, one without a valid REAL_TOPIC/REAL_QID,
-// and entries removed by retention or unreadable in the store.
+// record without a valid REAL_TOPIC/REAL_QID, entries removed by retention
+// and units the store reports as invalid. A consume queue that cannot be read
+// at all (I/O error) is retried every MaxRetryBackoff instead: skipping would
+// lose a whole queue file.
+//
+// # Offsets that do not fit the queue
+//
+// Below the queue's first entry (retention): moved up to it. Beyond the
+// queue's end, or a missing queue with a non-zero offset: right after a
+// promotion this is usually the dispatcher still building consume queues
+// from replicated records, so the offset is left alone until every record
+// present when it was first seen is dispatched; if the queue is still
+// shorter then, the store really lost that tail (truncation, a fresh copy)
+// and the offset moves to the queue's end. Moving back early would
+// re-deliver a level's history in bulk.
 //
 // # Progress and what a crash costs
 //
@@ -39,14 +56,20 @@
 //
 //   - Stop, then Start (or a restart from the persisted table): every pending
 //     message is delivered exactly once.
-//   - kill -9 (or power loss after the Put's bytes were durable): each level
-//     re-delivers exactly the messages it delivered after the start of the
-//     last successful persist before the kill, plus at most the one message
-//     whose Put had returned while its offset was not yet updated. With
-//     persists succeeding, that is at most the deliveries of one
-//     PersistInterval plus one delayOffset.json write, per level. A failed
-//     persist (logged) widens the window until the next success. No message
-//     is lost: an offset never passes a message before its Put returned nil.
+//   - kill -9: each level re-delivers the messages it delivered after the
+//     snapshot of the last delayOffset.json written before the kill (taken
+//     when that write started), plus at most one message whose Put had
+//     returned but whose offset update had not yet happened at that moment.
+//     With persists succeeding, that is at most the deliveries of one
+//     PersistInterval plus the time of one delayOffset.json write, per level.
+//     A failed persist (logged) widens the window until the next success. No
+//     message is lost: an offset never passes a message before its Put
+//     returned nil.
+//   - Power loss under ASYNC_FLUSH: delayOffset.json is fsynced when written
+//     but a delivered copy reaches the disk only within the store's
+//     FlushInterval, so a power cut can lose deliveries of the last
+//     FlushInterval whose offsets were already written. A Putter that waits
+//     for the flush (SYNC_FLUSH) closes that gap.
 //
 // # Levels removed from the table
 //
@@ -58,4 +81,14 @@
 // clamped to it by ToSchedule. A level whose delay was shortened delivers
 // entries stored with a longer delay at once (a delivery time further away
 // than the level's delay is treated as due now).
+//
+// # Wiring into a broker
+//
+//	levels, _ := schedule.ParseLevels(cfg.MessageDelayLevel)
+//	storeCfg.TagsCode = schedule.TagsCode(levels)          // before commitlog.Open
+//	svc, _ := schedule.New(scfg, store, tables.Delay, putter)
+//	store.OnDispatch(svc.OnDispatch)                        // wakes idle levels
+//	// send path, DELAY >= 1 on a non-batch message:  levels.ToSchedule(msg, level)
+//	// send-back: levels.ToSchedule(msg, schedule.RetryLevel(delayLevel, reconsumeTimes))
+//	// writable master: svc.Start(); demotion and shutdown: svc.Stop()
 package schedule

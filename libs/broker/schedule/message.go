@@ -114,3 +114,15 @@ func TagsCode(l Levels) func(topic string, props map[string]string, storeTimesta
 		return 0
 	}
 }
+
+// RetryLevel is the delay level of a consumer's send-back
+// (CONSUMER_SEND_MSG_BACK): the level the client asked for, or 3 +
+// reconsumeTimes when it asked for 0, as RocketMQ's broker does. The caller
+// routes requested < 0 and exhausted retries to the DLQ before asking;
+// ToSchedule clamps the result to the highest level.
+func RetryLevel(requested, reconsumeTimes int32) int {
+	if requested > 0 {
+		return int(requested)
+	}
+	return 3 + int(max(reconsumeTimes, 0))
+}

@@ -123,3 +123,13 @@ func FuzzRestore(f *testing.F) {
 		}
 	})
 }
+
+func TestRetryLevel(t *testing.T) {
+	require.Equal(t, 3, RetryLevel(0, 0))
+	require.Equal(t, 5, RetryLevel(0, 2))
+	require.Equal(t, 7, RetryLevel(7, 2))
+	l := DefaultLevels()
+	m := commitlog.Message{Topic: "%RETRY%g"}
+	require.NoError(t, l.ToSchedule(&m, RetryLevel(0, 20)))
+	require.Equal(t, int32(17), m.QueueID, "clamped to level 18")
+}

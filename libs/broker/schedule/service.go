@@ -355,9 +355,25 @@ func (s *Service) runLevel(level int, off int64, stop <-chan struct{}) {
 			off = end
 			s.advance(level, off)
 			continue
+		case commitlog.OffsetFoundNull:
+			// The consume queue could not be read at an offset it should
+			// hold: an I/O problem. Skipping would jump to the next queue
+			// file and lose its entries, so try again later.
+			if off >= res.MinOffset {
+				log.WithField("offset", off).Error("schedule queue unreadable; retrying")
+				if !sleep(stop, s.cfg.MaxRetryBackoff) {
+					return
+				}
+				continue
+			}
+			log.WithField("offset", off).WithField("next", res.MinOffset).Warn("schedule queue entries removed; skipped")
+			st.skipped.Add(res.MinOffset - off)
+			off = res.MinOffset
+			s.advance(level, off)
+			continue
 		default:
 			// OffsetTooSmall (retention removed entries), MessageWasRemoving,
-			// OffsetFoundNull, NoMatchedMessage (unreadable entries): move on
+			// NoMatchedMessage (invalid or unreadable entries): move on
 			// to where the store says the next readable entry is.
 			if res.NextBeginOffset > off {
 				log.WithField("offset", off).WithField("next", res.NextBeginOffset).WithField("status", res.Status.String()).
