@@ -27,7 +27,9 @@ type Config struct {
 	IdleRecheck time.Duration
 	// Logger receives structured logs. Default: discards.
 	Logger logrus.FieldLogger
-	// Now is the clock that decides whether a message is due. Default time.Now.
+	// Now is the clock that decides whether a message is due. Default
+	// time.Now. Waits use real timers for the difference; after moving a
+	// test clock, call Notify to make a waiting level look again.
 	Now func() time.Time
 }
 

@@ -423,7 +423,7 @@ func (s *Service) runLevel(level int, off int64, stop <-chan struct{}) {
 			}
 			// Entries behind the head are due no earlier (same delay, later
 			// store time), so the level waits on its first entry.
-			if !s.waitDue(st, due, delay, stop) {
+			if !s.waitDue(st, s.wake[level-1], due, delay, stop) {
 				return
 			}
 			msg, err := Restore(rec)
@@ -442,11 +442,12 @@ func (s *Service) runLevel(level int, off int64, stop <-chan struct{}) {
 	}
 }
 
-// waitDue blocks until the clock reaches the delivery time tags (ms). A
+// waitDue blocks until the clock reaches the delivery time due (ms). A
 // delivery time further away than the level's delay (a clock that stepped
 // back, a level shortened since the message was stored) is treated as due
-// now, as RocketMQ corrects it.
-func (s *Service) waitDue(st *levelStats, due int64, delay time.Duration, stop <-chan struct{}) bool {
+// now, as RocketMQ corrects it. The wait is a real timer; a Notify makes it
+// look at the clock again (a test clock that jumped).
+func (s *Service) waitDue(st *levelStats, wake <-chan struct{}, due int64, delay time.Duration, stop <-chan struct{}) bool {
 	for {
 		now := s.cfg.Now()
 		nowMs := now.UnixMilli()
@@ -455,9 +456,15 @@ func (s *Service) waitDue(st *levelStats, due int64, delay time.Duration, stop <
 			return true
 		}
 		st.nextDue.Store(due)
-		if !sleep(stop, time.UnixMilli(due).Sub(now)) {
+		t := time.NewTimer(time.UnixMilli(due).Sub(now))
+		select {
+		case <-stop:
+			t.Stop()
 			return false
+		case <-wake:
+		case <-t.C:
 		}
+		t.Stop()
 	}
 }
 

@@ -12,6 +12,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/rmqha/rmqha/libs/broker/meta"
 	"github.com/rmqha/rmqha/libs/commitlog"
 )
 
@@ -498,4 +499,63 @@ func TestOffsetBeyondQueueWaitsForDispatchBeforeMovingBack(t *testing.T) {
 	e.send("Lag", 0, 1, "after")
 	waitDeliveries(t, e.rec, 3)
 	require.Equal(t, "after", e.rec.deliveries()[2].key)
+}
+
+type fakeClock struct {
+	mu  sync.Mutex
+	now time.Time
+}
+
+func (c *fakeClock) Now() time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.now
+}
+
+func (c *fakeClock) Advance(d time.Duration) {
+	c.mu.Lock()
+	c.now = c.now.Add(d)
+	c.mu.Unlock()
+}
+
+func TestInjectedClockDecidesWhenDue(t *testing.T) {
+	clock := &fakeClock{now: time.UnixMilli(1_800_000_000_000)}
+	levels := mustLevels(t, "1h 2h")
+	dir := t.TempDir()
+	rec := &recorder{}
+	cfg := commitlog.DefaultConfig()
+	cfg.Dir = dir
+	cfg.SegmentSize = 256 << 10
+	cfg.CQUnitsPerFile = 1000
+	cfg.TagsCode = TagsCode(levels)
+	cfg.Logger = quietLogger()
+	cfg.Now = clock.Now
+	st, err := commitlog.Open(cfg)
+	require.NoError(t, err)
+	defer st.Close()
+	rec.setStore(st)
+	mcfg := meta.DefaultConfig()
+	mcfg.Logger = quietLogger()
+	tables, err := meta.Open(mcfg)
+	require.NoError(t, err)
+	scfg := testConfig()
+	scfg.Levels = levels
+	scfg.Now = clock.Now
+	svc, err := New(scfg, st, tables.Delay, rec)
+	require.NoError(t, err)
+	st.OnDispatch(svc.OnDispatch)
+	require.NoError(t, svc.Start())
+	defer svc.Stop()
+
+	e := &env{t: t, levels: levels, store: st, tables: tables, rec: rec}
+	e.send("Clocked", 0, 1, "one")
+	require.Eventually(t, func() bool { return svc.Stats()[0].NextDue != 0 }, 30*time.Second, time.Millisecond)
+	require.Equal(t, clock.Now().Add(time.Hour).UnixMilli(), svc.Stats()[0].NextDue)
+	clock.Advance(59 * time.Minute)
+	svc.Notify(1)
+	require.Never(t, func() bool { return rec.count() > 0 }, 100*time.Millisecond, 5*time.Millisecond)
+	clock.Advance(time.Minute)
+	svc.Notify(1)
+	waitDeliveries(t, rec, 1)
+	require.Equal(t, clock.Now().UnixMilli(), rec.deliveries()[0].storeTs)
 }
