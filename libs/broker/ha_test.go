@@ -313,3 +313,18 @@ func TestShutdownAnswersPendingSyncSends(t *testing.T) {
 	require.Equal(t, "true", resp.Ext("stored"))
 	proxy.setPaused(false)
 }
+
+// TestSlaveStartedBeforeMaster: a slave without haMasterAddress registers before its master
+// exists and keeps asking until the name server knows the master's HA address.
+func TestSlaveStartedBeforeMaster(t *testing.T) {
+	ns := startNSStub(t)
+	scfg := slaveConfig(t, "")
+	scfg.NamesrvAddr = ns.addr()
+	s := startBroker(t, scfg)
+	require.Eventually(t, func() bool { r, _ := ns.counts(); return r >= 1 }, 10*time.Second, 5*time.Millisecond)
+	mcfg := syncMasterConfig(t)
+	mcfg.NamesrvAddr = ns.addr()
+	m := startBroker(t, mcfg)
+	require.Eventually(t, func() bool { return m.master.InSyncCount() == 2 }, 20*time.Second, 5*time.Millisecond)
+	require.Equal(t, m.AdvertisedAddr(), s.Status().MasterAddr)
+}

@@ -21,20 +21,30 @@ func (b *Broker) triggerRegister() {
 }
 
 // registerLoop registers at start, every registerNameServerPeriod and after topic changes.
+// A slave still waiting to learn its master's HA address retries sooner (from 500 ms,
+// doubling up to the period), so it starts replicating soon after its master registers.
 func (b *Broker) registerLoop() {
 	defer b.wg.Done()
 	if len(b.cfg.NamesrvAddrs()) == 0 {
 		return
 	}
+	period := b.cfg.registerPeriod()
+	retry := 500 * time.Millisecond
 	b.registerAll()
-	t := time.NewTicker(b.cfg.registerPeriod())
-	defer t.Stop()
 	for {
+		wait := period
+		if b.disc != nil && !b.disc.known() {
+			wait = min(retry, period)
+			retry *= 2
+		}
+		t := time.NewTimer(wait)
 		select {
 		case <-b.ctx.Done():
+			t.Stop()
 			return
 		case <-t.C:
 		case <-b.regTrigger:
+			t.Stop()
 		}
 		b.registerAll()
 	}
@@ -169,6 +179,13 @@ func (d *regDiscovery) learn(addr string) {
 		default:
 		}
 	}
+}
+
+// known reports whether an address is known (static or learned).
+func (d *regDiscovery) known() bool {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return d.current != ""
 }
 
 // Watch implements hawire.Discovery.
