@@ -28,6 +28,7 @@ func TestDeliveryTimingAndContent(t *testing.T) {
 	e := openEnv(t, t.TempDir(), levels, &recorder{})
 	defer e.close()
 	svc := e.newService(testConfig(), nil)
+	v0 := e.tables.Delay.DataVersion()
 	require.NoError(t, svc.Start())
 
 	var all []sent
@@ -86,6 +87,7 @@ func TestDeliveryTimingAndContent(t *testing.T) {
 		n += e.store.QueueMaxOffset("RealTopic", q)
 	}
 	require.Equal(t, int64(len(all)), n)
+	require.Greater(t, e.tables.Delay.DataVersion().Counter, v0.Counter, "delay progress moves the table's DataVersion")
 	for _, st := range svc.Stats() {
 		require.Equal(t, int64(15), st.Delivered)
 		require.Equal(t, int64(15), st.Offset)
