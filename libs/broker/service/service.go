@@ -91,6 +91,9 @@ func Main(o Options, args, environ []string, stderr io.Writer) int {
 		}
 		sb.WriteString(k + "=" + dump[k])
 	}
+	// Catch SIGTERM/SIGINT before starting, so a signal during start-up also stops cleanly.
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
+	defer stop()
 	if err := b.Start(); err != nil {
 		log.WithError(err).Error("start failed")
 		return 1
@@ -103,8 +106,6 @@ func Main(o Options, args, environ []string, stderr io.Writer) int {
 		"namesrvAddr": eff.NamesrvAddr, "http": b.HTTPAddr(), "config": sb.String(),
 	}).Info("broker running")
 
-	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
-	defer stop()
 	followConsul(ctx, b, eff, environ, log)
 	<-ctx.Done()
 	log.Info("signal received, shutting down")

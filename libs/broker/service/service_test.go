@@ -2,7 +2,14 @@ package service
 
 import (
 	"bytes"
+	"net"
+	"os"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
 	"testing"
+	"time"
 
 	"github.com/rmqha/rmqha/libs/broker"
 	"github.com/stretchr/testify/require"
@@ -36,4 +43,52 @@ func TestMainRefusesBadConfig(t *testing.T) {
 	out.Reset()
 	require.Equal(t, 0, Main(slave, []string{"-h"}, nil, &out))
 	require.Contains(t, out.String(), "haMasterAddress")
+}
+
+func TestMainStopsCleanlyOnSIGTERM(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	port := ln.Addr().(*net.TCPAddr).Port
+	ln.Close()
+	var out syncBuffer
+	done := make(chan int, 1)
+	args := []string{"-listenPort=" + strconv.Itoa(port), "-haListenPort=0", "-bindAddress=127.0.0.1",
+		"-brokerIP1=127.0.0.1", "-storePathRootDir=" + t.TempDir(), "-mappedFileSizeCommitLog=1048576",
+		"-maxMessageSize=65536", "-haSecret=hush", "-logFormat=json"}
+	go func() { done <- Main(Options{Program: "master", CheckRole: MasterRoles}, args, nil, &out) }()
+	require.Eventually(t, func() bool {
+		c, err := net.Dial("tcp", "127.0.0.1:"+strconv.Itoa(port))
+		if err != nil {
+			return false
+		}
+		c.Close()
+		return strings.Contains(out.String(), "broker running")
+	}, 20*time.Second, 10*time.Millisecond)
+	require.NoError(t, syscall.Kill(os.Getpid(), syscall.SIGTERM))
+	select {
+	case code := <-done:
+		require.Equal(t, 0, code, out.String())
+	case <-time.After(20 * time.Second):
+		t.Fatal("no exit after SIGTERM")
+	}
+	require.Contains(t, out.String(), "clean shutdown")
+	require.Contains(t, out.String(), "haSecret=****")
+	require.NotContains(t, out.String(), "hush")
+}
+
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
 }
