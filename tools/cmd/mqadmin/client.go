@@ -229,29 +229,16 @@ func (a *Admin) HTTPStatus(ctx context.Context, hostport string) (*BrokerHTTPSta
 // BrokerHTTPStatus is the part of a broker's /status JSON that haStatus reads. Field names
 // match case-insensitively, so both the Go field names and lower-camel JSON keys decode.
 type BrokerHTTPStatus struct {
-	Role           string `json:"role"`
-	Cluster        string `json:"cluster"`
-	BrokerName     string `json:"brokerName"`
-	BrokerID       int64  `json:"brokerId"`
-	Addr           string `json:"addr"`
-	AdvertisedAddr string `json:"advertisedAddr"`
-	MinOffset      int64  `json:"minOffset"`
-	MaxOffset      int64  `json:"maxOffset"`
-	HAMaster       *struct {
-		Epoch       int64 `json:"epoch"`
-		Confirmed   int64 `json:"confirmed"`
-		InSyncCount int   `json:"inSyncCount"`
-		Slaves      []struct {
-			Addr       string  `json:"addr"`
-			BrokerID   int64   `json:"brokerId"`
-			Streaming  bool    `json:"streaming"`
-			AckOffset  int64   `json:"ackOffset"`
-			LagBytes   int64   `json:"lagBytes"`
-			LagSeconds float64 `json:"lagSeconds"`
-			InSync     bool    `json:"inSync"`
-		} `json:"slaves"`
-	} `json:"haMaster"`
-	HASlave *struct {
+	Role           string          `json:"role"`
+	Cluster        string          `json:"cluster"`
+	BrokerName     string          `json:"brokerName"`
+	BrokerID       int64           `json:"brokerId"`
+	Addr           string          `json:"addr"`
+	AdvertisedAddr string          `json:"advertisedAddr"`
+	MinOffset      int64           `json:"minOffset"`
+	MaxOffset      int64           `json:"maxOffset"`
+	HAMaster       *haMasterStatus `json:"haMaster"`
+	HASlave        *struct {
 		MasterAddr      string  `json:"masterAddr"`
 		Connected       bool    `json:"connected"`
 		State           string  `json:"state"`
@@ -332,4 +319,23 @@ func (a *Admin) targets(ctx context.Context, brokerAddr, cluster string) ([]stri
 		return nil, fmt.Errorf("%w: no master in cluster %q", ErrNotFound, cluster)
 	}
 	return addrs, nil
+}
+
+// haMasterStatus is a master's replication view in /status.
+type haMasterStatus struct {
+	Epoch       int64           `json:"epoch"`
+	Confirmed   int64           `json:"confirmed"`
+	InSyncCount int             `json:"inSyncCount"`
+	Slaves      []haSlaveOfView `json:"slaves"`
+}
+
+// haSlaveOfView is one slave connection as its master sees it.
+type haSlaveOfView struct {
+	Addr       string  `json:"addr"`
+	BrokerID   int64   `json:"brokerId"`
+	Streaming  bool    `json:"streaming"`
+	AckOffset  int64   `json:"ackOffset"`
+	LagBytes   int64   `json:"lagBytes"`
+	LagSeconds float64 `json:"lagSeconds"`
+	InSync     bool    `json:"inSync"`
 }

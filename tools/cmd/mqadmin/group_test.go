@@ -289,6 +289,29 @@ func TestCommandsAgainstGroup(t *testing.T) {
 		g.WaitSlaveCaughtUp(t)
 	})
 
+	t.Run("slave paused", func(t *testing.T) {
+		require.NoError(t, g.Slave.Pause())
+		defer func() { _ = g.Slave.Resume() }()
+		code, out, errOut := runOut("clusterList", "-n", ns, "--timeout", "500ms")
+		assert.Equal(t, ExitUnreachable, code, errOut)
+		row := tableRow(out, cluster, e2e.BrokerName, "1")
+		require.NotNil(t, row, out)
+		assert.Equal(t, "UNREACHABLE", row[4], out)
+		assert.Equal(t, "ASYNC_MASTER", tableRow(out, cluster, e2e.BrokerName, "0")[4], out)
+
+		code, _, _ = runOut("brokerStatus", "-b", g.SlaveAddr, "--timeout", "500ms")
+		assert.Equal(t, ExitUnreachable, code)
+
+		// haStatus reports the unreachable slave and still succeeds; --check turns it into exit 1.
+		out = mustRun(t, "haStatus", "-n", ns, "--timeout", "500ms")
+		row = tableRow(out, cluster, e2e.BrokerName, "1")
+		require.NotNil(t, row, out)
+		assert.Equal(t, "UNREACHABLE", row[8], out)
+		assert.Contains(t, out, "WARNING broker-a: broker 1 ("+g.SlaveAddr+") unreachable")
+		code, _, _ = runOut("haStatus", "-n", ns, "--timeout", "500ms", "--check")
+		assert.Equal(t, ExitServer, code)
+	})
+
 	t.Run("haStatus slave stopped", func(t *testing.T) {
 		g.Slave.Kill()
 		out := eventuallyRun(t, func(code int, out string) error {

@@ -235,7 +235,7 @@ func collectHA(ctx context.Context, a *Admin, cluster string, httpAddrs []string
 			if err != nil {
 				n.Error = err.Error()
 				n.Role = "?"
-				g.Warnings = append(g.Warnings, fmt.Sprintf("broker %d (%s) unreachable: %v", b.BrokerID, b.Addr, err))
+				g.Warnings = append(g.Warnings, fmt.Sprintf("broker %d (%s) %v", b.BrokerID, b.Addr, err))
 			} else {
 				n.Reachable = true
 				n.Role = kv["brokerRole"]
@@ -255,6 +255,10 @@ func collectHA(ctx context.Context, a *Admin, cluster string, httpAddrs []string
 					n.Connected = boolp(kv["haConnected"] == "true")
 				}
 				n.LagBytes = atoi64(kv["haLagBytes"])
+				if v, err := strconv.ParseFloat(kv["haLagSeconds"], 64); err == nil {
+					n.LagSeconds = floatp(v)
+				}
+				n.State = kv["haState"]
 			}
 			slaves = append(slaves, n)
 		}
@@ -270,12 +274,25 @@ func collectHA(ctx context.Context, a *Admin, cluster string, httpAddrs []string
 		}
 
 		// The master's /status knows each connected slave's acknowledged offset and in-sync state.
+		// A runtime info carrying the same list under "haSlaves" (a JSON array shaped like
+		// /status's haMaster.slaves) makes the status page unnecessary.
 		var mst *BrokerHTTPStatus
 		if master != nil {
 			mst = statusOf[master.Addr]
+			if js := masterKV["haSlaves"]; js != "" && (mst == nil || mst.HAMaster == nil) {
+				var fromKV BrokerHTTPStatus
+				fromKV.HAMaster = &haMasterStatus{Epoch: g.Epoch, Confirmed: g.ConfirmedOffset, InSyncCount: g.InSyncCount}
+				if err := json.Unmarshal([]byte(js), &fromKV.HAMaster.Slaves); err == nil {
+					mst = &fromKV
+				} else {
+					g.Warnings = append(g.Warnings, "master's haSlaves runtime key does not decode: "+err.Error())
+				}
+			}
 		}
 		if mst != nil && mst.HAMaster != nil {
-			master.Source += "+http"
+			if statusOf[master.Addr] != nil {
+				master.Source += "+http"
+			}
 			g.Epoch, g.ConfirmedOffset, g.InSyncCount = mst.HAMaster.Epoch, mst.HAMaster.Confirmed, mst.HAMaster.InSyncCount
 			g.SlaveCount = 0
 			for _, sv := range mst.HAMaster.Slaves {
@@ -365,7 +382,7 @@ func collectHA(ctx context.Context, a *Admin, cluster string, httpAddrs []string
 				}
 			}
 			switch {
-			case s.Error != "" && s.Reachable:
+			case s.Source == "master-view":
 				g.Warnings = append(g.Warnings, fmt.Sprintf("slave %d (%s): %s", s.BrokerID, s.Addr, s.Error))
 			case !s.Reachable:
 			case s.Connected != nil && !*s.Connected:
