@@ -20,8 +20,11 @@ const (
 	pullFlagSubscription = 0x4
 )
 
-// Per-pull transfer caps (RocketMQ's in-memory limits).
+// Per-pull transfer caps (RocketMQ's in-memory limits), and the most pulls held at once:
+// past it an empty pull is answered at once rather than held, so a client flooding the broker
+// with suspended pulls cannot grow its memory without bound.
 const (
+	maxHeldPulls = 1 << 16
 	maxPullMsgs  = 32
 	maxPullBytes = 256 << 10
 )
@@ -161,7 +164,7 @@ func (b *Broker) executePull(pr *pullRequest, allowHold bool) {
 	code, next, notYet := b.mapPullStatus(pr, &res)
 	if allowHold && (code == remoting.PullNotFound || notYet) {
 		hold := min(pr.suspend, b.cfg.BrokerSuspendMaxTime)
-		if hold > 0 {
+		if hold > 0 && b.holds.heldCount() < maxHeldPulls {
 			pr.deadline = b.now().Add(hold)
 			b.holds.hold(pr)
 			return
