@@ -242,3 +242,22 @@ func TestQueueLocks(t *testing.T) {
 	require.Equal(t, []lockQueue{{"T", "broker-a", 0}}, b.locks.tryLock("og", "c", []lockQueue{{"T", "broker-a", 0}}, time.Now().Add(lockMaxLive+time.Second)))
 	require.Equal(t, remoting.SystemError, invoke(t, c, b.Addr(), remoting.LockBatchMQ, nil, []byte("{")).Code)
 }
+
+// TestRetryTopicSendToDLQ: the consumer's fallback send to %RETRY%group past its reconsume
+// limit lands in %DLQ%group.
+func TestRetryTopicSendToDLQ(t *testing.T) {
+	b := startBroker(t, testConfig(t))
+	c := newTestClient(t)
+	ext := sendExt("%RETRY%fb", -1, props("ORIGIN_MESSAGE_ID", "X"))
+	ext["reconsumeTimes"] = "2"
+	ext["maxReconsumeTimes"] = "3"
+	resp := invoke(t, c, b.Addr(), remoting.SendMessage, ext, []byte("retry"))
+	require.Equal(t, remoting.Success, resp.Code, resp.Remark)
+	require.Eventually(t, func() bool { return b.store.QueueMaxOffset("%RETRY%fb", 0) == 1 }, 5*time.Second, 5*time.Millisecond)
+	ext["reconsumeTimes"] = "4"
+	resp = invoke(t, c, b.Addr(), remoting.SendMessage, ext, []byte("dead"))
+	require.Equal(t, remoting.Success, resp.Code, resp.Remark)
+	require.Eventually(t, func() bool { return b.store.QueueMaxOffset("%DLQ%fb", 0) == 1 }, 5*time.Second, 5*time.Millisecond)
+	_, ok := b.tables.Topics.Get("%DLQ%fb")
+	require.True(t, ok)
+}
