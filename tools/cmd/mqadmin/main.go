@@ -6,6 +6,16 @@
 //
 // Tables are aligned for people; --json prints the same data for scripts. Exit codes: 0 ok,
 // 1 the operation failed at a server, 2 usage error, 3 a server could not be reached.
+//
+// haStatus builds one row per broker from the name server's cluster table and each broker's
+// GET_BROKER_RUNTIME_INFO: the master's epoch, confirmed offset and in-sync copy count
+// ("copies 2" = master plus one slave), each slave's CommitLog max offset and its lag behind
+// the master. Whether a given slave is in sync, and its lag in seconds, come from the master's
+// view of its slaves: from the runtime info when it carries them, otherwise from the brokers'
+// HTTP /status pages named with --http (with only the runtime info, the in-sync count settles
+// the common cases). A slave more than 64 KiB behind, or out of sync, gets a progress bar; the
+// rate and time left come from two samples (--interval apart, or successive --watch refreshes).
+// --check makes any warning (slave missing, disconnected, behind, unreachable) exit 1.
 package main
 
 import (
