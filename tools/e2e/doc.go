@@ -7,8 +7,9 @@
 //
 // History records every send a test made with its answer, and Check verifies afterwards,
 // broker by broker, that each message the brokers reported as stored is present and intact at
-// the CommitLog offset its message id names, at the queue offset its answer named, and that no
-// offset was handed to two messages.
+// the CommitLog offset its message id names, at the queue offset its answer named, that no
+// offset was handed to two messages, and that the queues hold no entries beyond the stored
+// messages and the sends whose outcome is unknown (nothing stored twice).
 //
 // Delivery guarantees the tests hold the group to:
 //

@@ -74,6 +74,15 @@ func (h *History) AddBatch(msgs []*primitive.Message, res *primitive.SendResult,
 	}
 }
 
+// AddUnanswered records a send that gets no answer (oneway): it may or may not be stored.
+func (h *History) AddUnanswered(msg *primitive.Message) {
+	s := Sent{Topic: msg.Topic, Body: append([]byte(nil), msg.Body...), Props: userProps(msg.GetProperties())}
+	s.UniqKey = msg.GetProperty(primitive.PropertyUniqueClientMessageIdKeyIndex)
+	h.mu.Lock()
+	h.sent = append(h.sent, s)
+	h.mu.Unlock()
+}
+
 // Sent returns a copy of every recorded send.
 func (h *History) Sent() []Sent {
 	h.mu.Lock()
@@ -85,6 +94,10 @@ func (h *History) Sent() []Sent {
 func (h *History) Counts() map[string]int {
 	out := map[string]int{}
 	for _, s := range h.Sent() {
+		if !s.Answered && s.Err == nil {
+			out["unanswered"]++
+			continue
+		}
 		if !s.Stored() {
 			out["error"]++
 			continue
@@ -110,10 +123,13 @@ func StatusName(st primitive.SendStatus) string {
 }
 
 // Check verifies the history against each broker in addrs: first that no two stored messages
-// were given the same CommitLog offset or the same queue offset, then, for every stored message,
+// were given the same CommitLog offset or the same queue offset; then, for every stored message,
 // that the record at the CommitLog offset of its id (VIEW_MESSAGE_BY_ID) is that message, intact
-// (topic, body, properties, client id) and at the queue offset the send answer named. It returns
-// every violation found, wrapped in ErrHistory.
+// (topic, body, properties, client id) and at the queue offset the send answer named; and, per
+// topic, that the queues (ids 0..MaxProbeQueues-1, by GET_MAX_OFFSET) hold no more entries than
+// the stored messages plus the sends whose outcome is unknown (errors, oneway), so nothing was
+// stored twice. The topics must have been written only through this history. It returns every
+// violation found, wrapped in ErrHistory.
 func (h *History) Check(ctx context.Context, cli *remoting.Client, addrs ...string) error {
 	var problems []string
 	type qkey struct {
@@ -147,6 +163,7 @@ func (h *History) Check(ctx context.Context, cli *remoting.Client, addrs ...stri
 		byQueue[k] = i
 	}
 	for _, addr := range addrs {
+		problems = append(problems, checkCounts(ctx, cli, addr, sent)...)
 		for i, s := range sent {
 			if !s.Stored() || phys[i] < 0 {
 				continue
@@ -164,6 +181,57 @@ func (h *History) Check(ctx context.Context, cli *remoting.Client, addrs ...stri
 		problems = append(problems[:20], fmt.Sprintf("... and %d more", len(problems)-20))
 	}
 	return fmt.Errorf("%w:\n  %s", ErrHistory, strings.Join(problems, "\n  "))
+}
+
+// MaxProbeQueues is how many queue ids Check asks each broker about per topic.
+const MaxProbeQueues = 16
+
+// checkCounts compares each topic's queue lengths on addr with the history.
+func checkCounts(ctx context.Context, cli *remoting.Client, addr string, sent []Sent) []string {
+	type tally struct {
+		stored, unknown int64
+		maxClaim        map[int]int64
+	}
+	topics := map[string]*tally{}
+	for _, s := range sent {
+		t := topics[s.Topic]
+		if t == nil {
+			t = &tally{maxClaim: map[int]int64{}}
+			topics[s.Topic] = t
+		}
+		if s.Stored() {
+			t.stored++
+			if s.QueueOffset+1 > t.maxClaim[s.QueueID] {
+				t.maxClaim[s.QueueID] = s.QueueOffset + 1
+			}
+		} else {
+			t.unknown++
+		}
+	}
+	var problems []string
+	for topic, t := range topics {
+		var total int64
+		for q := 0; q < MaxProbeQueues; q++ {
+			ext := map[string]string{"topic": topic, "queueId": strconv.Itoa(q)}
+			resp, err := cli.Invoke(ctx, addr, remoting.NewRequest(remoting.GetMaxOffset, ext, nil))
+			if err != nil {
+				problems = append(problems, fmt.Sprintf("%s: max offset of %s/%d: %v", addr, topic, q, err))
+				continue
+			}
+			n, err := resp.ExtInt64("offset")
+			if resp.Code != remoting.Success || err != nil {
+				n = 0 // no such queue
+			}
+			if n < t.maxClaim[q] {
+				problems = append(problems, fmt.Sprintf("%s: %s/%d holds %d entries, a send was answered with offset %d", addr, topic, q, n, t.maxClaim[q]-1))
+			}
+			total += n
+		}
+		if total < t.stored || total > t.stored+t.unknown {
+			problems = append(problems, fmt.Sprintf("%s: topic %s holds %d entries for %d stored and %d unknown sends", addr, topic, total, t.stored, t.unknown))
+		}
+	}
+	return problems
 }
 
 func checkOne(ctx context.Context, cli *remoting.Client, addr string, phys int64, s Sent) string {
