@@ -2,6 +2,7 @@ package broker
 
 import (
 	"context"
+	"net"
 	"strconv"
 	"sync"
 	"time"
@@ -78,6 +79,15 @@ func (b *Broker) registerRequest() *remoting.Command {
 		"compressed":   "false",
 		"bodyCrc32":    strconv.Itoa(int(route.BodyCRC32(body))),
 		"epoch":        strconv.FormatInt(b.epoch(), 10),
+	}
+	// The status address lets the registry health-check a broker that is hung
+	// (a paused process still completes TCP handshakes, but answers no HTTP).
+	if h := b.HTTPAddr(); h != "" {
+		if _, port, err := net.SplitHostPort(h); err == nil {
+			if host, _, err := net.SplitHostPort(b.brokerAddr); err == nil {
+				ext["httpAddr"] = net.JoinHostPort(host, port)
+			}
+		}
 	}
 	return remoting.NewRequest(remoting.RegisterBroker, ext, body)
 }

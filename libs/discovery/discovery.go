@@ -27,6 +27,7 @@ const (
 	MetaEpoch      = "epoch"
 	MetaAddr       = "addr"
 	MetaHAAddr     = "haAddr"
+	MetaHTTPAddr   = "httpAddr"
 )
 
 // Broker is one broker as the registry holds it.
@@ -37,7 +38,8 @@ type Broker struct {
 	Epoch      int64  `json:"epoch"`
 	Addr       string `json:"addr"`
 	HAAddr     string `json:"haAddr"`
-	Node       string `json:"node,omitempty"` // Consul node holding the instance
+	HTTPAddr   string `json:"httpAddr,omitempty"` // status HTTP address, when the broker serves one
+	Node       string `json:"node,omitempty"`     // Consul node holding the instance
 }
 
 // IsMaster reports brokerId 0.
@@ -82,7 +84,7 @@ func Registration(b Broker, ttl, tcpInterval, deregisterAfter time.Duration) *co
 			"role=" + role, "epoch=" + strconv.FormatInt(b.Epoch, 10)},
 		Meta: map[string]string{
 			MetaCluster: b.Cluster, MetaBrokerName: b.BrokerName, MetaBrokerID: strconv.FormatInt(b.BrokerID, 10),
-			MetaEpoch: strconv.FormatInt(b.Epoch, 10), MetaAddr: b.Addr, MetaHAAddr: b.HAAddr,
+			MetaEpoch: strconv.FormatInt(b.Epoch, 10), MetaAddr: b.Addr, MetaHAAddr: b.HAAddr, MetaHTTPAddr: b.HTTPAddr,
 		},
 		Checks: consul.AgentServiceChecks{{
 			CheckID:                        id + "/ttl",
@@ -97,7 +99,7 @@ func Registration(b Broker, ttl, tcpInterval, deregisterAfter time.Duration) *co
 		if timeout < 500*time.Millisecond {
 			timeout = 500 * time.Millisecond
 		}
-		reg.Checks = append(reg.Checks, &consul.AgentServiceCheck{
+		check := &consul.AgentServiceCheck{
 			CheckID:                        id + "/tcp",
 			Name:                           "broker answers on its client port",
 			TCP:                            b.Addr,
@@ -105,7 +107,16 @@ func Registration(b Broker, ttl, tcpInterval, deregisterAfter time.Duration) *co
 			Timeout:                        timeout.String(),
 			Status:                         consul.HealthPassing,
 			DeregisterCriticalServiceAfter: deregisterAfter.String(),
-		})
+		}
+		if b.HTTPAddr != "" {
+			// /status answers whenever the process runs (unlike /health, which
+			// also fails for a read-only store that can still serve reads), and
+			// a hung or paused process fails it within the timeout, where a TCP
+			// dial would still succeed through the kernel's accept queue.
+			check.CheckID, check.Name, check.TCP = id+"/http", "broker answers on its status port", ""
+			check.HTTP = "http://" + b.HTTPAddr + "/status"
+		}
+		reg.Checks = append(reg.Checks, check)
 	}
 	return reg
 }
@@ -122,7 +133,7 @@ func FromService(s *consul.AgentService, node string) (Broker, bool) {
 		return Broker{}, false
 	}
 	return Broker{Cluster: m[MetaCluster], BrokerName: m[MetaBrokerName], BrokerID: id, Epoch: epoch,
-		Addr: m[MetaAddr], HAAddr: m[MetaHAAddr], Node: node}, true
+		Addr: m[MetaAddr], HAAddr: m[MetaHAAddr], HTTPAddr: m[MetaHTTPAddr], Node: node}, true
 }
 
 // Healthy lists the brokers whose checks all pass, deduplicated per

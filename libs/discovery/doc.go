@@ -8,11 +8,13 @@
 //	  ID     "rmqha/<cluster>/<brokerName>/<brokerId>"
 //	  Address, Port                            the client address (brokerIP1:listenPort)
 //	  Tags   "cluster=<c>" "broker=<b>" "id=<n>" "role=master|slave" "epoch=<e>"
-//	  Meta   cluster, brokerName, brokerId, epoch, addr, haAddr
+//	  Meta   cluster, brokerName, brokerId, epoch, addr, haAddr, httpAddr
 //	  Checks "ttl"  passes on every REGISTER_BROKER, critical after the broker
 //	                stops registering for brokerChannelExpiredTime
-//	         "tcp"  the agent dials the client address every 2 s (critical
-//	                when the broker stops answering, within about 3 s)
+//	         "http" the agent GETs http://<httpAddr>/status every 2 s (critical
+//	                when the process stops answering: killed, hung or paused,
+//	                within about 3 s); "tcp", a dial of the client address,
+//	                instead when the broker serves no status port
 //	KV     rmqha/topics/<cluster>/<brokerName> the master's topic table
 //	                (TopicConfigSerializeWrapper JSON, RocketMQ's shape)
 //

@@ -199,21 +199,34 @@ func TestConsulDiscoveryAndAgreement(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, want, got, "restarted name server answers the same route at once")
 
+	masterRouted := func(want bool) func() error {
+		return func() error {
+			for _, ns := range []*node{ns1, ns2} {
+				rd, body, err := routeOf(c, ns, "TopicDisc")
+				if err != nil {
+					return err
+				}
+				if (rd.BrokerDatas[0].MasterAddr() != "") != want {
+					return fmt.Errorf("master routed=%v by %s, want %v: %s", !want, ns.addr(), want, body)
+				}
+			}
+			return nil
+		}
+	}
+	// A hung master (SIGSTOP: its sockets stay open, TCP handshakes still
+	// complete) fails its HTTP health check and leaves the routes; resumed,
+	// it comes back.
+	require.NoError(t, master.Pause())
+	paused := time.Now()
+	harness.Eventually(t, 30*time.Second, masterRouted(false))
+	t.Logf("paused master left the routes of both name servers after %s", time.Since(paused).Round(time.Millisecond))
+	require.NoError(t, master.Resume())
+	harness.Eventually(t, 30*time.Second, masterRouted(true))
+
 	// Kill the master: it leaves the routes of both name servers.
 	master.Kill()
 	killed := time.Now()
-	harness.Eventually(t, 30*time.Second, func() error {
-		for _, ns := range []*node{ns1, ns2} {
-			rd, body, err := routeOf(c, ns, "TopicDisc")
-			if err != nil {
-				return err
-			}
-			if rd.BrokerDatas[0].MasterAddr() != "" {
-				return fmt.Errorf("master still routed by %s: %s", ns.addr(), body)
-			}
-		}
-		return nil
-	})
+	harness.Eventually(t, 30*time.Second, masterRouted(false))
 	t.Logf("killed master left the routes of both name servers after %s", time.Since(killed).Round(time.Millisecond))
 
 	// The master returns on another port with its data: the slave follows.

@@ -171,7 +171,7 @@ func (s *Server) registerBroker(w remoting.ResponseWriter, req *remoting.Command
 	}
 	r := registry.Registration{
 		Cluster: req.Ext("clusterName"), BrokerName: req.Ext("brokerName"), BrokerID: id,
-		Addr: req.Ext("brokerAddr"), HAAddr: req.Ext("haServerAddr"), Epoch: epoch,
+		Addr: req.Ext("brokerAddr"), HAAddr: req.Ext("haServerAddr"), HTTPAddr: req.Ext("httpAddr"), Epoch: epoch,
 		Topics: body.TopicConfigSerializeWrapper, ConnID: w.Conn().ID(),
 	}
 	res, err := s.reg.Register(r, s.cfg.Now())

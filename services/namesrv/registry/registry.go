@@ -53,6 +53,7 @@ type Registration struct {
 	BrokerID   int64
 	Addr       string // brokerIP1:listenPort, for clients
 	HAAddr     string // brokerIP2:haListenPort, for slaves
+	HTTPAddr   string // status HTTP address (health checks); "" when none
 	Epoch      int64  // master epoch (0 when the broker does not send one)
 	Topics     route.TopicConfigSerializeWrapper
 	ConnID     uint64 // the remoting connection it came on; 0 if none
