@@ -5,7 +5,7 @@ SHELL := /bin/bash
 .PHONY: run test deps build bench fmt vet clean
 
 run:
-	scripts/run.sh
+	scripts/run.sh $(RUN_ARGS)
 
 test:
 	scripts/test.sh
