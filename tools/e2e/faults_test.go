@@ -33,7 +33,13 @@ func TestOffsetsSurviveMasterRestart(t *testing.T) {
 	}
 	col1 := newCollector()
 	c1 := startConsumer(t, g, group, topic, sel("*"), col1.handler("c1"))
+	// A second group keeps its consumer running across the restart: it must get everything
+	// once, the client's in-memory offsets carrying it over the outage.
+	const liveGroup = "cg-offsets-live"
+	live := newCollector()
+	startConsumer(t, g, liveGroup, topic, sel("*"), live.handler("live"))
 	col1.waitAll(t, first, 60*time.Second)
+	live.waitAll(t, first, 60*time.Second)
 	require.NoError(t, c1.Shutdown())
 	before := waitCommitted(t, g, group, topic, queues, 30*time.Second)
 	t.Logf("committed before restart: %v", before)
@@ -61,6 +67,11 @@ func TestOffsetsSurviveMasterRestart(t *testing.T) {
 	for _, m := range col2.messages() {
 		require.True(t, strings.HasPrefix(string(m.Body), "offsets-second-"), "committed message %q delivered again after the restart", m.Body)
 		require.Equal(t, 1, col2.count(string(m.Body)), "message %q delivered twice", m.Body)
+	}
+	live.waitAll(t, second, 60*time.Second)
+	waitCommitted(t, g, liveGroup, topic, queues, 30*time.Second)
+	for _, b := range append(first, second...) {
+		require.Equal(t, 1, live.count(b), "running consumer got %q %d times across the restart", b, live.count(b))
 	}
 	g.WaitSlaveCaughtUp(t)
 	checkHistory(t, g, &hist, g.MasterAddr, g.SlaveAddr)

@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"flag"
 	"strings"
 	"testing"
 	"time"
@@ -87,6 +88,19 @@ func TestConfigValidate(t *testing.T) {
 		mut(&c)
 		require.ErrorIs(t, c.Validate(), ErrInvalidConfig)
 	}
+}
+
+func TestFlags(t *testing.T) {
+	cfg := DefaultConfig()
+	fs := flag.NewFlagSet("bench", flag.ContinueOnError)
+	cfg.bindFlags(fs)
+	require.NoError(t, fs.Parse([]string{"-namesrv", "a:1;b:2", "-topic", "T", "-n", "5", "-size", "2048",
+		"-producers", "3", "-consumers", "2", "-mode", "oneway", "-duration", "3s", "-client", "raw", "-pull-from", "slave"}))
+	require.NoError(t, cfg.Validate())
+	require.Equal(t, []string{"a:1", "b:2"}, cfg.namesrvs())
+	require.Equal(t, Config{Namesrv: "a:1;b:2", Topic: "T", Queues: 8, N: 5, Size: 2048, Producers: 3, Consumers: 2,
+		Mode: ModeOneway, Inflight: 256, Duration: 3 * time.Second, Drain: 30 * time.Second, Client: ClientRaw,
+		PullFrom: "slave", SendTimeout: 3 * time.Second, Progress: time.Second}, cfg)
 }
 
 func TestPercentile(t *testing.T) {
