@@ -8,6 +8,7 @@ import (
 	"io"
 	"math"
 	"os"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -394,6 +395,19 @@ func collectHA(ctx context.Context, a *Admin, cluster string, httpAddrs []string
 		if master != nil && master.Reachable && g.SlaveCount == 0 && masterKV != nil && hasKey(masterKV, "haSlaveCount") {
 			g.Warnings = append(g.Warnings, "no slave connected to the master")
 		}
+		// A slave of the previous sample that is no longer listed (stopped: the name server
+		// drops a broker whose connection closed) stays visible while watching.
+		for _, pg := range prevGroups(prev, g.Cluster, g.BrokerName) {
+			for _, pn := range pg.Nodes {
+				if pn.BrokerID == 0 || slices.ContainsFunc(slaves, func(s HANode) bool { return s.BrokerID == pn.BrokerID }) {
+					continue
+				}
+				gone := HANode{BrokerID: pn.BrokerID, Addr: pn.Addr, Role: pn.Role, Source: "gone", MaxOffset: pn.MaxOffset,
+					Error: "no longer registered with the name server"}
+				slaves = append(slaves, gone)
+				g.Warnings = append(g.Warnings, fmt.Sprintf("slave %d (%s) is gone from the name server", pn.BrokerID, pn.Addr))
+			}
+		}
 		sort.Slice(slaves, func(i, j int) bool { return slaves[i].BrokerID < slaves[j].BrokerID })
 		if master != nil {
 			g.Nodes = append(g.Nodes, *master)
@@ -408,6 +422,19 @@ func collectHA(ctx context.Context, a *Admin, cluster string, httpAddrs []string
 		rep.Warnings = append(rep.Warnings, "the name server knows no broker")
 	}
 	return rep, nil
+}
+
+// prevGroups returns the previous sample's entry for a broker group (none or one).
+func prevGroups(prev *HAReport, cluster, name string) []HAGroup {
+	if prev == nil {
+		return nil
+	}
+	for _, g := range prev.Groups {
+		if g.Cluster == cluster && g.BrokerName == name {
+			return []HAGroup{g}
+		}
+	}
+	return nil
 }
 
 func renderHA(e *env, rep *HAReport) error {
@@ -427,6 +454,11 @@ func renderHA(e *env, rep *HAReport) error {
 		}
 		for _, n := range g.Nodes {
 			row := []string{g.Cluster, g.BrokerName, strconv.FormatInt(n.BrokerID, 10), n.Role, n.Addr}
+			if n.Source == "gone" {
+				row = append(row, "-", "-", "-", "GONE", strconv.FormatInt(g.Epoch, 10))
+				rows = append(rows, row)
+				continue
+			}
 			if !n.Reachable && n.Source != "master-view" {
 				row = append(row, "-", "-", "-", "UNREACHABLE", strconv.FormatInt(g.Epoch, 10))
 				rows = append(rows, row)

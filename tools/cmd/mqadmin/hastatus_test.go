@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"sync"
 	"testing"
@@ -143,6 +144,21 @@ func TestHAFromRuntimeInfoOnly(t *testing.T) {
 	assert.Equal(t, "master-view", nodes[2].Source, "a slave the name server does not list")
 	assert.False(t, *nodes[2].InSync)
 	assert.Contains(t, rep3.Groups[0].Warnings, "slave 2 (10.0.0.3:50000): not registered with the name server")
+
+	// A slave seen in the previous sample but no longer listed stays as a GONE row.
+	prev := &HAReport{Time: t0, Groups: []HAGroup{{Cluster: "C", BrokerName: "b1", Nodes: []HANode{
+		{BrokerID: 0, Addr: master.addr(), Reachable: true}, {BrokerID: 1, Addr: slave.addr(), Reachable: true},
+		{BrokerID: 3, Addr: "10.0.0.9:10911", Role: "SLAVE", Reachable: true, MaxOffset: 77}}}}}
+	rep4, err := collectHA(ctx, admin, "", nil, prev, now)
+	require.NoError(t, err)
+	nodes = rep4.Groups[0].Nodes
+	require.Len(t, nodes, 4)
+	assert.Equal(t, "gone", nodes[3].Source)
+	assert.Equal(t, int64(77), nodes[3].MaxOffset)
+	assert.Contains(t, rep4.Groups[0].Warnings, "slave 3 (10.0.0.9:10911) is gone from the name server")
+	var out bytes.Buffer
+	require.NoError(t, renderHA(&env{stdout: &out}, rep4))
+	assert.Equal(t, []string{"C", "b1", "3", "SLAVE", "10.0.0.9:10911", "-", "-", "-", "GONE", "0"}, tableRow(out.String(), "C", "b1", "3"), out.String())
 
 	// -c limits the report; an unknown cluster is a not-found error.
 	_, err = collectHA(ctx, admin, "Other", nil, nil, now)
