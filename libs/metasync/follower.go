@@ -369,7 +369,11 @@ func (f *Follower) handlePending() {
 		if cur {
 			continue // already applied (another instance's duplicate, or our own fetch)
 		}
-		f.syncTable(t, true, a.SnapshotURL)
+		if src, _ := f.syncTable(t, true, a.SnapshotURL); src != SourceNone {
+			f.mu.Lock()
+			f.mode = src
+			f.mu.Unlock()
+		}
 	}
 }
 

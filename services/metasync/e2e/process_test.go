@@ -10,6 +10,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -19,24 +20,43 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-// metasyncBinary returns the built service: $RMQHA_BIN_DIR/metasync when the
-// test command built it, else a fresh build of this checkout.
-func metasyncBinary(t testing.TB) string {
+var (
+	binMu    sync.Mutex
+	binDir   string
+	binBuilt = map[string]string{}
+)
+
+// serviceBinary returns a built service of this checkout: $RMQHA_BIN_DIR/<name>
+// when the test command built it, else a build of ./services/<name> alone (so
+// that this package does not depend on every other service building).
+func serviceBinary(t testing.TB, name string) string {
 	t.Helper()
 	if d := os.Getenv("RMQHA_BIN_DIR"); d != "" {
-		if p := filepath.Join(d, "metasync"); fileExists(p) {
+		if p := filepath.Join(d, name); fileExists(p) {
 			return p
 		}
 	}
+	binMu.Lock()
+	defer binMu.Unlock()
+	if p, ok := binBuilt[name]; ok {
+		return p
+	}
 	root, err := harness.RepoRoot()
 	require.NoError(t, err)
-	out := filepath.Join(t.TempDir(), "metasync")
-	cmd := exec.Command("go", "build", "-o", out, "./services/metasync")
+	if binDir == "" {
+		binDir, err = os.MkdirTemp("", "metasync-e2e-bin-")
+		require.NoError(t, err)
+	}
+	out := filepath.Join(binDir, name)
+	cmd := exec.Command("go", "build", "-o", out, "./services/"+name)
 	cmd.Dir = root
 	b, err := cmd.CombinedOutput()
 	require.NoError(t, err, string(b))
+	binBuilt[name] = out
 	return out
 }
+
+func metasyncBinary(t testing.TB) string { return serviceBinary(t, "metasync") }
 
 func fileExists(p string) bool { _, err := os.Stat(p); return err == nil }
 

@@ -5,6 +5,7 @@ package testenv
 
 import (
 	"io"
+	"os"
 	"sort"
 	"strconv"
 	"sync"
@@ -121,6 +122,11 @@ func StartSlave(t testing.TB, bus metasync.Bus, urls []string, masterAddr func()
 	cfg.FallbackInterval = fallback
 	cfg.CheckInterval = 50 * time.Millisecond
 	cfg.Logger = QuietLogger()
+	if os.Getenv("METASYNC_TEST_DEBUG") != "" {
+		l := logrus.New()
+		l.SetLevel(logrus.DebugLevel)
+		cfg.Logger = l
+	}
 	f, err := metasync.NewFollower(cfg)
 	require.NoError(t, err)
 	require.NoError(t, f.Start())
