@@ -41,6 +41,11 @@ type Broker struct {
 	delay   *schedule.Service // delay-level delivery, masters only
 	locks   *queueLocks
 	httpSrv *httpServer
+	metrics *brokerMetrics
+
+	// Claim watch (metrics.go): warnings when the configuration cannot deliver what it claims.
+	syncClaim, replClaim                claimWatch
+	claimAfter, claimRepeat, claimEvery time.Duration
 
 	ln           net.Listener
 	storeHost    netip.AddrPort
@@ -103,12 +108,18 @@ func New(cfg Config, logger logrus.FieldLogger) (*Broker, error) {
 		logger = l
 	}
 	b := &Broker{
-		cfg:        cfg,
-		log:        logger.WithFields(logrus.Fields{"broker": cfg.BrokerName, "brokerId": cfg.BrokerID}),
-		now:        cfg.Now,
-		regTrigger: make(chan struct{}, 1),
-		physMem:    physicalMemory(),
+		cfg: cfg,
+		log: logger.WithFields(logrus.Fields{
+			"cluster": cfg.BrokerClusterName, "broker": cfg.BrokerName, "brokerId": cfg.BrokerID, "role": cfg.BrokerRole,
+		}),
+		now:         cfg.Now,
+		regTrigger:  make(chan struct{}, 1),
+		physMem:     physicalMemory(),
+		claimAfter:  claimWarnAfter,
+		claimRepeat: claimWarnRepeat,
+		claimEvery:  claimCheckEvery,
 	}
+	b.metrics = newBrokerMetrics(b, cfg.MetricsEnable)
 	b.masterAddr.Store("")
 	b.ctx, b.cancel = context.WithCancel(context.Background())
 	return b, nil
@@ -212,6 +223,7 @@ func (b *Broker) start() error {
 	if cfg.StoreFS != nil {
 		scfg.FS = cfg.StoreFS
 	}
+	scfg.FS = b.metrics.storeFS(scfg.FS)
 	b.store, err = commitlog.Open(scfg)
 	if err != nil {
 		return fmt.Errorf("broker: open store in %s: %w", cfg.StorePathRootDir, err)
@@ -330,9 +342,10 @@ func (b *Broker) start() error {
 	b.holds.start()
 	b.pipe.start()
 	b.clients.start()
-	b.wg.Add(2)
+	b.wg.Add(3)
 	go b.persistLoop()
 	go b.registerLoop()
+	go b.claimLoop()
 	return nil
 }
 

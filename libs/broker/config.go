@@ -112,8 +112,12 @@ type Config struct {
 	// MessageDelayLevel is the delay-level table ("1s 5s ... 2h"): DELAY=n waits the n-th delay,
 	// and consumer retries use level 3+reconsumeTimes. Default RocketMQ's 18 levels.
 	MessageDelayLevel string `prop:"messageDelayLevel"`
-	// HTTPPort serves /health and /status; 0 disables it. Default 0.
+	// HTTPPort serves /health, /status and /metrics; 0 disables it. Default 0.
 	HTTPPort int `prop:"httpPort"`
+	// MetricsEnable turns on the per-request instrumentation (send and pull counts and
+	// latencies, flush and replication waits, fsync times, long-poll wake-ups). State read at
+	// scrape time (offsets, lag, in-sync count, versions) is served either way. Default true.
+	MetricsEnable bool `prop:"metricsEnable"`
 	// LogLevel is a logrus level name (used by the services). Default "info".
 	LogLevel string `prop:"logLevel"`
 	// LogFormat is text or json (used by the services). Default "text".
@@ -161,6 +165,7 @@ func DefaultConfig() Config {
 		DeleteWhen:                    "04",
 		DiskMaxUsedSpaceRatio:         75,
 		MessageDelayLevel:             schedule.DefaultMessageDelayLevel,
+		MetricsEnable:                 true,
 		LogLevel:                      "info",
 		LogFormat:                     "text",
 		ClientExpiry:                  120 * time.Second,

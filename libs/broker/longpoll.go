@@ -57,6 +57,7 @@ func (h *holdService) hold(pr *pullRequest) {
 	h.held[k] = append(h.held[k], pr)
 	h.count++
 	h.mu.Unlock()
+	h.b.metrics.pullHeld(pr.w)
 	if h.b.store.QueueMaxOffset(pr.topic, pr.queueID) > pr.offset {
 		h.notify(pr.topic, pr.queueID, 0)
 	}
@@ -123,6 +124,7 @@ func (h *holdService) wake() {
 		}
 		h.setList(k, kept)
 		h.mu.Unlock()
+		h.b.metrics.pullsWoken(len(ready), false)
 		for _, pr := range ready {
 			h.b.executePull(pr, false)
 		}
@@ -149,6 +151,7 @@ func (h *holdService) expire(now time.Time) {
 		h.setList(k, kept)
 	}
 	h.mu.Unlock()
+	h.b.metrics.pullsWoken(len(due), true)
 	for _, pr := range due {
 		h.b.executePull(pr, false)
 	}

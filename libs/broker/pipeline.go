@@ -90,6 +90,7 @@ func (p *sendPipeline) wait(ps *pendingSend) {
 	var flushErr error
 	if ps.flush != nil {
 		flushErr = <-ps.flush
+		p.b.metrics.flushWaited(ps.arrival)
 	}
 	var repl hawire.ReplStatus
 	have := false
@@ -98,6 +99,7 @@ func (p *sendPipeline) wait(ps *pendingSend) {
 		if !have {
 			repl, have = hawire.ReplTimeout, true
 		}
+		p.b.metrics.replWaited(ps.arrival, repl)
 	}
 	p.b.finish(ps, flushErr, repl, have)
 }

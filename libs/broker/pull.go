@@ -92,6 +92,7 @@ func (e *extError) Unwrap() error { return ErrBadRequest }
 
 func (b *Broker) handlePull(w remoting.ResponseWriter, req *remoting.Command) {
 	b.pulls.Add(1)
+	w = b.metrics.instrumentPull(w)
 	pr, err := decodePull(req)
 	if err != nil {
 		b.pullError(w, req, remoting.SystemError, err.Error())

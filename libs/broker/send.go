@@ -273,6 +273,7 @@ func bornHostOfString(w remoting.ResponseWriter) string {
 
 func (b *Broker) handleSend(w remoting.ResponseWriter, req *remoting.Command) {
 	b.sends.Add(1)
+	w = b.metrics.instrumentSend(w)
 	if b.refuseWrite(w, req) {
 		return
 	}
@@ -462,7 +463,7 @@ func (b *Broker) complete(w remoting.ResponseWriter, resp *remoting.Command, end
 		_ = w.Write(resp)
 		return
 	}
-	p := &pendingSend{w: w, resp: resp}
+	p := &pendingSend{w: w, resp: resp, arrival: arrival}
 	if syncFlush {
 		p.flush = b.store.WaitFlush(endOffset, arrival.Add(b.cfg.SyncFlushTimeout))
 	}
@@ -474,10 +475,11 @@ func (b *Broker) complete(w remoting.ResponseWriter, resp *remoting.Command, end
 
 // pendingSend is a stored message whose answer waits for fsync and/or replication.
 type pendingSend struct {
-	w     remoting.ResponseWriter
-	resp  *remoting.Command
-	flush <-chan error
-	repl  <-chan hawire.ReplStatus
+	w       remoting.ResponseWriter
+	resp    *remoting.Command
+	flush   <-chan error
+	repl    <-chan hawire.ReplStatus
+	arrival time.Time // for the wait metrics
 }
 
 // finish combines the wait results into the response code, as RocketMQ does: a replication

@@ -2,13 +2,13 @@ package broker
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"net"
 	"net/http"
 	"time"
 
 	"github.com/rmqha/rmqha/libs/hawire"
+	"github.com/rmqha/rmqha/libs/obs"
 )
 
 // Status is a snapshot of the broker for the /status endpoint and tools.
@@ -107,19 +107,10 @@ func startHTTP(b *Broker, addr string) (*httpServer, error) {
 	if err != nil {
 		return nil, err
 	}
-	mux := http.NewServeMux()
-	mux.HandleFunc("/health", func(w http.ResponseWriter, r *http.Request) {
-		if err := b.Healthy(); err != nil {
-			http.Error(w, "unhealthy: "+err.Error(), http.StatusServiceUnavailable)
-			return
-		}
-		_, _ = w.Write([]byte("ok\n"))
-	})
-	mux.HandleFunc("/status", func(w http.ResponseWriter, r *http.Request) {
-		w.Header().Set("Content-Type", "application/json")
-		enc := json.NewEncoder(w)
-		enc.SetIndent("", "  ")
-		_ = enc.Encode(b.Status())
+	mux := obs.Mux(obs.Endpoints{
+		Health:  b.Healthy,
+		Status:  func() any { return b.Status() },
+		Metrics: b.metrics.reg,
 	})
 	h := &httpServer{srv: &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second}, ln: ln}
 	go func() { _ = h.srv.Serve(ln) }()

@@ -17,6 +17,7 @@ import (
 
 	"github.com/rmqha/rmqha/libs/broker"
 	"github.com/rmqha/rmqha/libs/discovery"
+	"github.com/rmqha/rmqha/libs/obs"
 	"github.com/rmqha/rmqha/libs/props"
 	"github.com/sirupsen/logrus"
 )
@@ -49,23 +50,17 @@ func Main(o Options, args, environ []string, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "%s: %v\n", o.Program, err)
 		return 2
 	}
-	log := logrus.New()
-	log.SetOutput(stderr)
-	lvl, err := logrus.ParseLevel(cfg.LogLevel)
+	base, err := obs.NewLogger(cfg.LogLevel, cfg.LogFormat)
 	if err != nil {
-		fmt.Fprintf(stderr, "%s: logLevel: %v\n", o.Program, err)
+		fmt.Fprintf(stderr, "%s: %v\n", o.Program, err)
 		return 2
 	}
-	log.SetLevel(lvl)
-	switch cfg.LogFormat {
-	case "json":
-		log.SetFormatter(&logrus.JSONFormatter{})
-	case "text", "":
-		log.SetFormatter(&logrus.TextFormatter{FullTimestamp: true})
-	default:
-		fmt.Fprintf(stderr, "%s: logFormat: %q is not text or json\n", o.Program, cfg.LogFormat)
-		return 2
-	}
+	base.SetOutput(stderr)
+	// Every line names the service and the broker it comes from; the broker adds its role and
+	// the components their peer and offset fields.
+	log := base.WithFields(logrus.Fields{
+		"service": o.Program, "cluster": cfg.BrokerClusterName, "broker": cfg.BrokerName, "brokerId": cfg.BrokerID,
+	})
 	if o.CheckRole != nil {
 		if err := o.CheckRole(cfg); err != nil {
 			log.WithError(err).Error("refusing to start")
@@ -103,7 +98,7 @@ func Main(o Options, args, environ []string, stderr io.Writer) int {
 		"cluster": eff.BrokerClusterName, "brokerName": eff.BrokerName, "brokerId": eff.BrokerID,
 		"listen": b.Addr(), "advertised": b.AdvertisedAddr(), "haListen": b.HAAddr(),
 		"haServerAddr": b.Status().HAServerAddr, "haMasterAddress": eff.HAMasterAddress,
-		"namesrvAddr": eff.NamesrvAddr, "http": b.HTTPAddr(), "config": sb.String(),
+		"namesrvAddr": eff.NamesrvAddr, "http": b.HTTPAddr(), "metrics": metricsURL(b), "config": sb.String(),
 	}).Info("broker running")
 
 	followConsul(ctx, b, eff, environ, log)
@@ -167,4 +162,12 @@ func followConsul(ctx context.Context, b *broker.Broker, cfg broker.Config, envi
 	l := log.WithField("component", "discovery")
 	b.FollowMaster(ctx, &discovery.MasterWatcher{Client: client, Cluster: cfg.BrokerClusterName, BrokerName: cfg.BrokerName, Log: l})
 	l.WithField("consul", addr).Info("following the master's HA address in Consul")
+}
+
+// metricsURL is where Prometheus scrapes this broker ("" without httpPort).
+func metricsURL(b *broker.Broker) string {
+	if b.HTTPAddr() == "" {
+		return ""
+	}
+	return "http://" + b.HTTPAddr() + "/metrics"
 }
