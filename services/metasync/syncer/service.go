@@ -201,6 +201,9 @@ func (s *Service) URL() string { return s.cfg.AdvertisedURL }
 
 // Close stops syncing, releases the locks, stops HTTP and closes connections.
 func (s *Service) Close() error {
+	if s.cancel == nil {
+		return nil // never started
+	}
 	s.closeOnce.Do(func() {
 		s.cancel()
 		s.mu.Lock()
