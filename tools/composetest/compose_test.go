@@ -23,6 +23,8 @@ import (
 //     SLAVE_NOT_AVAILABLE before the client's deadline; after reconnecting, the slave catches up
 //     and sends are SEND_OK again;
 //   - down and up with the volumes kept: every message and the consumer offsets are still there;
+//   - with metasync in the group: the slave's topics and groups equal the master's (reported as
+//     an error that does not stop the test);
 //   - down -v leaves nothing of the project behind.
 func TestCompose(t *testing.T) {
 	if os.Getenv("RMQHA_SKIP_COMPOSE") == "1" {
@@ -253,6 +255,27 @@ func TestCompose(t *testing.T) {
 	offs2.stop()
 	fresh.stop()
 	p2.Shutdown()
+
+	if g.metasync {
+		// Every topic and consumer group was created on the master; metasync brings them to the
+		// slave. Checked last (minutes after their creation), without stopping the test.
+		err := harness.WaitFor(30*time.Second, func() error {
+			m, err1 := status(g.masterHTTP)
+			s, err2 := status(g.slaveHTTP)
+			if err1 != nil || err2 != nil {
+				return fmt.Errorf("status: %v %v", err1, err2)
+			}
+			if s.Topics != m.Topics || s.Groups != m.Groups {
+				return fmt.Errorf("slave has %d topics and %d groups, master %d and %d", s.Topics, s.Groups, m.Topics, m.Groups)
+			}
+			return nil
+		})
+		if err != nil {
+			t.Errorf("metasync: slave metadata differs from the master's: %v", err)
+		} else {
+			t.Logf("metasync: slave topics and groups equal the master's")
+		}
+	}
 
 	// 5. down -v removes everything.
 	g.must(3*time.Minute, "down", "-v", "--remove-orphans", "--timeout", "20")

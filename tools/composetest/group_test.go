@@ -56,6 +56,7 @@ func runCmd(timeout time.Duration, env []string, dir, name string, args ...strin
 // group is one compose project of the whole broker group.
 type group struct {
 	t        testing.TB
+	metasync bool
 	root     string
 	compose  []string
 	project  string
@@ -88,6 +89,7 @@ func newGroup(t testing.TB, root string, compose []string, withMetasync bool) *g
 	)
 	g.services = []string{"consul", "nats", "namesrv", "master", "slave"}
 	if withMetasync {
+		g.metasync = true
 		g.services = append(g.services, "metasync")
 	}
 	return g
@@ -216,6 +218,8 @@ type brokerStatus struct {
 	AdvertisedAddr string `json:"advertisedAddr"`
 	MaxOffset      int64  `json:"maxOffset"`
 	PullRequests   uint64 `json:"pullRequests"`
+	Topics         int    `json:"topics"`
+	Groups         int    `json:"groups"`
 	HAMaster       *struct {
 		InSyncCount int   `json:"InSyncCount"`
 		Confirmed   int64 `json:"Confirmed"`
