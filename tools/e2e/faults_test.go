@@ -252,3 +252,26 @@ func waitStatus(t *testing.T, send func() (primitive.SendStatus, time.Duration),
 	})
 	return st, elapsed
 }
+
+// TestAsyncMasterIgnoresSlave: an ASYNC_MASTER answers SEND_OK without waiting for a slave,
+// with the slave killed too; the restarted slave catches up on everything.
+func TestAsyncMasterIgnoresSlave(t *testing.T) {
+	cfg := DefaultGroupConfig()
+	cfg.MasterRole = "ASYNC_MASTER"
+	g := StartGroup(t, cfg)
+	const topic = "E2EAsyncMaster"
+	g.CreateTopic(t, topic, 4)
+	p := newProducer(t, g, "pg-async-master")
+	var hist History
+	for i := 0; i < 20; i++ {
+		mustSend(t, p, &hist, primitive.NewMessage(topic, []byte(fmt.Sprintf("async-master-%d", i))))
+	}
+	g.Slave.Kill()
+	for i := 20; i < 40; i++ {
+		mustSend(t, p, &hist, primitive.NewMessage(topic, []byte(fmt.Sprintf("async-master-%d", i))))
+	}
+	require.NoError(t, g.Slave.Restart())
+	g.WaitSlaveInSync(t)
+	g.WaitSlaveCaughtUp(t)
+	checkHistory(t, g, &hist, g.MasterAddr, g.SlaveAddr)
+}
