@@ -13,6 +13,7 @@ import (
 	"github.com/apache/rocketmq-client-go/v2/consumer"
 	"github.com/apache/rocketmq-client-go/v2/primitive"
 	"github.com/apache/rocketmq-client-go/v2/producer"
+	"github.com/rmqha/rmqha/libs/remoting"
 	"github.com/rmqha/rmqha/tools/harness"
 	"github.com/stretchr/testify/require"
 )
@@ -27,6 +28,47 @@ func TestClients(t *testing.T) {
 	t.Run("TagFilter", func(t *testing.T) { testTagFilter(t, g) })
 	t.Run("OrderPerQueue", func(t *testing.T) { testOrderPerQueue(t, g) })
 	t.Run("BadInput", func(t *testing.T) { testBadInput(t, g) })
+	t.Run("SlaveServesOnlyReplicated", func(t *testing.T) { testSlavePull(t, g) })
+}
+
+// testSlavePull pulls from the slave directly: replicated messages are served, and an offset
+// beyond what the slave holds is "not yet" (PULL_RETRY_IMMEDIATELY at the same offset), never
+// an offset correction.
+func testSlavePull(t *testing.T, g *Group) {
+	const topic, group = "E2EOrder", "cg-raw-slave" // written by OrderPerQueue
+	g.WaitSlaveCaughtUp(t)
+	hb := fmt.Sprintf(`{"clientID":"127.0.0.1@raw-slave","producerDataSet":[],"consumerDataSet":[{"groupName":%q,`+
+		`"consumeType":"CONSUME_PASSIVELY","messageModel":"CLUSTERING","consumeFromWhere":"CONSUME_FROM_FIRST_OFFSET",`+
+		`"subscriptionDataSet":[{"classFilterMode":false,"topic":%q,"subString":"*","tagsSet":[],"codeSet":[],`+
+		`"subVersion":1,"expressionType":"TAG"}],"unitMode":false}]}`, group, topic)
+	ctx := context.Background()
+	resp, err := g.Admin.Invoke(ctx, g.SlaveAddr, remoting.NewRequest(remoting.HeartBeat, nil, []byte(hb)))
+	require.NoError(t, err)
+	require.Equal(t, remoting.Success, resp.Code, resp.Remark)
+	maxOff, err := g.MaxOffset(g.MasterAddr, topic, 0)
+	require.NoError(t, err)
+	require.Positive(t, maxOff)
+	pull := func(off int64) *remoting.Command {
+		ext := map[string]string{"consumerGroup": group, "topic": topic, "queueId": "0", "queueOffset": strconv.FormatInt(off, 10),
+			"maxMsgNums": "32", "sysFlag": "0", "commitOffset": "-1", "suspendTimeoutMillis": "0", "subscription": "",
+			"subVersion": "0", "expressionType": "TAG", "bname": BrokerName}
+		resp, err := g.Admin.Invoke(ctx, g.SlaveAddr, remoting.NewRequest(remoting.PullMessage, ext, nil))
+		require.NoError(t, err)
+		return resp
+	}
+	resp = pull(0)
+	require.Equal(t, remoting.Success, resp.Code, "pull of replicated messages from the slave: %d %s", resp.Code, resp.Remark)
+	msgs, err := decodeRecords(resp.Body)
+	require.NoError(t, err)
+	require.NotEmpty(t, msgs)
+	require.Equal(t, int64(0), msgs[0].QueueOffset)
+
+	beyond := maxOff + 100
+	resp = pull(beyond)
+	require.Equal(t, remoting.PullRetryImmediately, resp.Code, "pull beyond the slave's data: %d %s", resp.Code, resp.Remark)
+	next, err := resp.ExtInt64("nextBeginOffset")
+	require.NoError(t, err)
+	require.Equal(t, beyond, next, "the slave corrected an offset it has not replicated yet")
 }
 
 func testSendKinds(t *testing.T, g *Group) {
