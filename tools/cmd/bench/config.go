@@ -22,7 +22,7 @@ const (
 )
 
 // ErrInvalidConfig is returned by Config.Validate for a field out of range.
-var ErrInvalidConfig = errors.New("bench: invalid config")
+var ErrInvalidConfig = errors.New("invalid config")
 
 // Config is one benchmark run.
 type Config struct {
