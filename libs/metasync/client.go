@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"net/url"
 	"strings"
 	"time"
 
@@ -47,7 +48,7 @@ func NewHTTPSnapshots(urls ...string) *HTTPSnapshots {
 // (404) passes to the next one.
 func (h *HTTPSnapshots) Fetch(ctx context.Context, cluster, brokerName string, t Table, hintURL string) (Snapshot, error) {
 	var urls []string
-	if hintURL != "" {
+	if hintURL != "" && h.trusted(hintURL) {
 		urls = append(urls, hintURL)
 	}
 	for _, base := range h.URLs {
@@ -72,6 +73,25 @@ func (h *HTTPSnapshots) Fetch(ctx context.Context, cluster, brokerName string, t
 		}
 	}
 	return Snapshot{}, errors.Join(errs...)
+}
+
+// trusted reports whether a hint from an announcement points at one of the
+// configured instances (any hint when none is configured): an announcement
+// must not make a slave fetch from an arbitrary address.
+func (h *HTTPSnapshots) trusted(hint string) bool {
+	if len(h.URLs) == 0 {
+		return true
+	}
+	hu, err := url.Parse(hint)
+	if err != nil {
+		return false
+	}
+	for _, base := range h.URLs {
+		if bu, err := url.Parse(base); err == nil && bu.Scheme == hu.Scheme && bu.Host == hu.Host {
+			return true
+		}
+	}
+	return false
 }
 
 func (h *HTTPSnapshots) fetchOne(ctx context.Context, u string) (Snapshot, error) {

@@ -138,6 +138,11 @@ func TestHTTPSnapshotsTriesNextURL(t *testing.T) {
 	require.ErrorIs(t, err, ErrNotOwner)
 	_, err = NewHTTPSnapshots().Fetch(context.Background(), "c", "b", TableTopics, "")
 	require.ErrorIs(t, err, ErrUnavailable)
+	// A hint outside the configured instances is not followed.
+	_, err = NewHTTPSnapshots(notOwner.URL).Fetch(context.Background(), "c", "b", TableTopics, owner.URL+SnapshotPath("c", "b", TableTopics))
+	require.ErrorIs(t, err, ErrNotOwner)
+	got, err = NewHTTPSnapshots().Fetch(context.Background(), "c", "b", TableTopics, owner.URL+SnapshotPath("c", "b", TableTopics))
+	require.NoError(t, err)
 }
 
 func TestPullTableOverRemoting(t *testing.T) {

@@ -92,8 +92,8 @@ func (c FollowerConfig) Validate() error {
 		return bad("BrokerName", "empty")
 	case c.Tables == nil || c.Tables.Topics == nil || c.Tables.Groups == nil || c.Tables.Offsets == nil || c.Tables.Delay == nil:
 		return bad("Tables", "all four tables are required")
-	case c.Bus == nil && c.Master == nil && c.Snapshots == nil:
-		return bad("Master", "no bus, no snapshot source and no master: nothing to sync from")
+	case c.Master == nil && c.Snapshots == nil:
+		return bad("Master", "no snapshot source and no master: nothing to sync from")
 	case c.SubjectPrefix == "":
 		return bad("SubjectPrefix", "empty")
 	case c.FallbackInterval <= 0:
@@ -377,8 +377,10 @@ func (f *Follower) handlePending() {
 	}
 }
 
-// syncAll syncs every table; viaMetasync tries metasync first.
+// syncAll syncs every table; viaMetasync tries metasync first (always when
+// there is no master to fall back to).
 func (f *Follower) syncAll(viaMetasync bool) error {
+	viaMetasync = viaMetasync || f.cfg.Master == nil
 	var errs []error
 	fallback := false
 	for _, t := range AllTables {

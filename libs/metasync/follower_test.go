@@ -345,6 +345,7 @@ func TestFollowerConfigValidate(t *testing.T) {
 	require.ErrorIs(t, DefaultFollowerConfig().Validate(), ErrInvalidConfig)
 	cfg := DefaultFollowerConfig()
 	cfg.Cluster, cfg.BrokerName, cfg.Tables = "c", "b", newTables(t, "")
+	cfg.Bus = NewMemBus()
 	require.ErrorContains(t, cfg.Validate(), "Master")
 	cfg.Master = &memMaster{}
 	require.NoError(t, cfg.Validate())
