@@ -256,6 +256,7 @@ func (f *Follower) Start() error {
 
 // Close stops the loop and unsubscribes.
 func (f *Follower) Close() error {
+	f.startOnce.Do(func() { close(f.done) }) // never started: nothing runs
 	f.closeOnce.Do(func() {
 		f.stop()
 		if f.cancel != nil {

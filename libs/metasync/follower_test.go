@@ -349,6 +349,10 @@ func TestFollowerConfigValidate(t *testing.T) {
 	require.ErrorContains(t, cfg.Validate(), "Master")
 	cfg.Master = &memMaster{}
 	require.NoError(t, cfg.Validate())
+	f, err := NewFollower(cfg)
+	require.NoError(t, err)
+	require.NoError(t, f.Close()) // closing an unstarted follower returns
+	require.ErrorIs(t, f.SyncNow(context.Background()), ErrClosed)
 	cfg.FallbackInterval = 0
 	require.ErrorContains(t, cfg.Validate(), "FallbackInterval")
 }
