@@ -3,6 +3,7 @@ module github.com/rmqha/rmqha/libs/broker
 go 1.26.0
 
 require (
+	github.com/prometheus/client_golang v1.25.0
 	github.com/rmqha/rmqha/libs/commitlog v0.0.0
 	github.com/rmqha/rmqha/libs/hawire v0.0.0
 	github.com/rmqha/rmqha/libs/props v0.0.0
@@ -13,6 +14,8 @@ require (
 
 require (
 	github.com/armon/go-metrics v0.4.1 // indirect
+	github.com/beorn7/perks v1.0.1 // indirect
+	github.com/cespare/xxhash/v2 v2.3.0 // indirect
 	github.com/fatih/color v1.16.0 // indirect
 	github.com/go-viper/mapstructure/v2 v2.4.0 // indirect
 	github.com/hashicorp/consul/api v1.34.0 // indirect
@@ -27,8 +30,12 @@ require (
 	github.com/mattn/go-colorable v0.1.13 // indirect
 	github.com/mattn/go-isatty v0.0.20 // indirect
 	github.com/mitchellh/go-homedir v1.1.0 // indirect
-	github.com/prometheus/client_golang v1.25.0 // indirect
+	github.com/munnerz/goautoneg v0.0.0-20191010083416-a7dc8b61c822 // indirect
+	github.com/prometheus/client_model v0.6.3 // indirect
+	github.com/prometheus/common v0.72.0 // indirect
+	github.com/prometheus/procfs v0.22.0 // indirect
 	golang.org/x/exp v0.0.0-20260218203240-3dfff04db8fa // indirect
+	google.golang.org/protobuf v1.36.12 // indirect
 )
 
 require (

@@ -74,6 +74,10 @@ func TestMainStopsCleanlyOnSIGTERM(t *testing.T) {
 	require.Contains(t, out.String(), "clean shutdown")
 	require.Contains(t, out.String(), "haSecret=****")
 	require.NotContains(t, out.String(), "hush")
+	// Structured fields on every broker line.
+	require.Contains(t, out.String(), `"service":"master"`)
+	require.Contains(t, out.String(), `"cluster":"DefaultCluster"`)
+	require.Contains(t, out.String(), `"role":"ASYNC_MASTER"`)
 }
 
 type syncBuffer struct {
