@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -47,7 +48,7 @@ type GroupConfig struct {
 	// ReadyTimeout bounds each readiness wait. Default 60s (2 cores shared with builds).
 	ReadyTimeout time.Duration
 	// Stdout, when set, also receives every process's output.
-	Stdout *os.File
+	Stdout io.Writer
 }
 
 // DefaultGroupConfig returns the defaults described on GroupConfig.
