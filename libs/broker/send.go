@@ -307,19 +307,25 @@ func (b *Broker) handleSend(w remoting.ResponseWriter, req *remoting.Command) {
 	// A retry-topic message past its reconsume limit goes to the dead-letter topic.
 	if strings.HasPrefix(topic, meta.RetryGroupTopicPrefix) {
 		group := strings.TrimPrefix(topic, meta.RetryGroupTopicPrefix)
-		g, _ := b.tables.Groups.Get(group)
-		maxRe := g.RetryMaxTimes
+		maxRe := meta.NewSubscriptionGroupConfig(group).RetryMaxTimes
+		if g, ok := b.tables.Groups.Get(group); ok {
+			maxRe = g.RetryMaxTimes
+		}
 		if h.hasMaxReconsume {
 			maxRe = h.maxReconsumeTimes
 		}
-		if h.reconsumeTimes > maxRe {
-			dlq, _, derr := b.tables.Topics.CreateDLQTopic(group)
+		// The client's fallback send carries the count already raised (old + 1); like RocketMQ,
+		// reaching maxReconsumeTimes is enough.
+		if h.reconsumeTimes >= maxRe {
+			dlq, dcreated, derr := b.tables.Topics.CreateDLQTopic(group)
 			if derr != nil && dlq.TopicName == "" {
 				b.reply(w, req, remoting.SystemError, "creating "+meta.DLQTopic(group)+": "+derr.Error())
 				return
 			}
 			topic, qid = dlq.TopicName, 0
-			b.triggerRegister()
+			if dcreated {
+				b.triggerRegister()
+			}
 		}
 	}
 	if b.master != nil {

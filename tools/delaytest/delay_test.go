@@ -1,0 +1,372 @@
+package delaytest
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/apache/rocketmq-client-go/v2/consumer"
+	"github.com/apache/rocketmq-client-go/v2/primitive"
+	"github.com/rmqha/rmqha/tools/harness"
+	"github.com/stretchr/testify/require"
+)
+
+// maxSlack bounds how late a due message may reach the consumer. Delivery is driven by a timer
+// on the head entry and a dispatch wake-up of the held pull, so the measured slack is a few
+// milliseconds; the bound is far above that so a busy machine does not fail the test, yet
+// below the delay service's 5 s idle recheck, so a missing wake-up does.
+const maxSlack = 4 * time.Second
+
+// arrival is one delivery seen by a push consumer.
+type arrival struct {
+	at  time.Time
+	msg *primitive.MessageExt
+}
+
+// recorder keeps what a push consumer received, by body, and answers with result.
+type recorder struct {
+	mu     sync.Mutex
+	by     map[string][]arrival
+	result consumer.ConsumeResult
+}
+
+func newRecorder(result consumer.ConsumeResult) *recorder {
+	return &recorder{by: map[string][]arrival{}, result: result}
+}
+
+func (r *recorder) handle(_ context.Context, msgs ...*primitive.MessageExt) (consumer.ConsumeResult, error) {
+	now := time.Now()
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for _, m := range msgs {
+		r.by[string(m.Body)] = append(r.by[string(m.Body)], arrival{now, m})
+	}
+	return r.result, nil
+}
+
+func (r *recorder) get(body string) []arrival {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return slices.Clone(r.by[body])
+}
+
+// waitCount waits until body was received at least n times.
+func (r *recorder) waitCount(t *testing.T, body string, n int, timeout time.Duration) []arrival {
+	t.Helper()
+	harness.Eventually(t, timeout, func() error {
+		if got := len(r.get(body)); got < n {
+			return fmt.Errorf("%q received %d times, want %d", body, got, n)
+		}
+		return nil
+	})
+	return r.get(body)
+}
+
+// summary formats the minimum, median, 90th percentile and maximum of ds.
+func summary(ds []time.Duration) string {
+	if len(ds) == 0 {
+		return "none"
+	}
+	s := slices.Clone(ds)
+	slices.Sort(s)
+	at := func(p float64) time.Duration { return s[int(p*float64(len(s)-1))] }
+	return fmt.Sprintf("n=%d min=%v p50=%v p90=%v max=%v", len(s), s[0], at(0.5), at(0.9), s[len(s)-1])
+}
+
+// TestDelayedSendsArriveAfterTheirLevel: messages sent with DELAY levels 1..3 reach a push
+// consumer no earlier than the level's delay after the send, and within maxSlack after it.
+func TestDelayedSendsArriveAfterTheirLevel(t *testing.T) {
+	g := startGroup(t)
+	const topic = "DelayTopic"
+	g.createTopic(t, topic, 1)
+	p := newProducer(t, g, "pg-delay")
+	rec := newRecorder(consumer.ConsumeSuccess)
+	startConsumer(t, g, "cg-delay", topic, rec.handle)
+
+	// The consumer pulls the queue once an undelayed probe reaches it.
+	sendSync(t, p, primitive.NewMessage(topic, []byte("probe")))
+	rec.waitCount(t, "probe", 1, readyTimeout)
+
+	const rounds = 5
+	sentAt := map[string]time.Time{}
+	levelOf := map[string]int{}
+	for r := 0; r < rounds; r++ {
+		for level := 1; level <= 3; level++ {
+			body := fmt.Sprintf("delayed-L%d-%d", level, r)
+			msg := primitive.NewMessage(topic, []byte(body))
+			msg.WithDelayTimeLevel(level)
+			sentAt[body], levelOf[body] = time.Now(), level
+			sendSync(t, p, msg)
+		}
+	}
+	slack := map[int][]time.Duration{}       // consumer receipt - (send start + delay)
+	brokerSlack := map[int][]time.Duration{} // delivered store time - (born time + delay)
+	for body, at := range sentAt {
+		level := levelOf[body]
+		delay := levelDelay(level)
+		got := rec.waitCount(t, body, 1, readyTimeout)
+		require.Len(t, got, 1, "%s delivered more than once", body)
+		a := got[0]
+		require.GreaterOrEqual(t, a.at.Sub(at), delay, "%s (level %d) arrived early", body, level)
+		stored := time.Duration(a.msg.StoreTimestamp-a.msg.BornTimestamp) * time.Millisecond
+		require.GreaterOrEqual(t, stored, delay, "%s (level %d) stored in its topic early", body, level)
+		require.Equal(t, topic, a.msg.Topic)
+		require.Empty(t, a.msg.GetProperty("DELAY"), "the delivered copy must not be delayed again")
+		require.Equal(t, topic, a.msg.GetProperty("REAL_TOPIC"))
+		slack[level] = append(slack[level], a.at.Sub(at)-delay)
+		brokerSlack[level] = append(brokerSlack[level], stored-delay)
+	}
+	var all []time.Duration
+	for level := 1; level <= 3; level++ {
+		t.Logf("level %d (%v): receipt slack %s; broker store slack %s", level, levelDelay(level), summary(slack[level]), summary(brokerSlack[level]))
+		all = append(all, slack[level]...)
+	}
+	t.Logf("all levels: receipt slack %s", summary(all))
+	require.Less(t, slices.Max(all), maxSlack, "a due message reached the consumer late")
+}
+
+// TestRetryLaterThenDeadLetter: a consumer that always answers ConsumeRetryLater gets the
+// message again after the delay of level 3 + reconsumeTimes, with a growing reconsume count;
+// past MaxReconsumeTimes it lands in %DLQ%<group>, readable by a consumer of that topic, with
+// its original id and topic in properties.
+func TestRetryLaterThenDeadLetter(t *testing.T) {
+	g := startGroup(t)
+	const (
+		topic  = "RetryTopic"
+		cg     = "cg-retry"
+		maxRe  = 2
+		retryT = "%RETRY%" + cg
+		dlqT   = "%DLQ%" + cg
+	)
+	g.createTopic(t, topic, 1)
+
+	// The broker creates the group's retry topic on the consumer's heartbeat and registers it.
+	// The client reads routes at start and then every 30 s, so a first consumer makes the
+	// broker create it and the one under test finds its route at start.
+	stop := startConsumer(t, g, cg, topic, newRecorder(consumer.ConsumeSuccess).handle)
+	rq := g.waitRoute(t, retryT)
+	require.Equal(t, 1, rq.ReadQueueNums)
+	require.Equal(t, 6, rq.Perm&6, "retry topic must be readable and writable")
+	stop()
+
+	rec := newRecorder(consumer.ConsumeRetryLater)
+	startConsumer(t, g, cg, topic, rec.handle, consumer.WithMaxReconsumeTimes(maxRe))
+	p := newProducer(t, g, "pg-retry")
+	msg := primitive.NewMessage(topic, []byte("poison"))
+	msg.WithTag("T1")
+	res := sendSync(t, p, msg)
+
+	// Deliveries at reconsumeTimes 0..maxRe; the last failure sends it to the DLQ.
+	got := rec.waitCount(t, "poison", maxRe+1, readyTimeout)
+	var slack []time.Duration
+	for i, a := range got[:maxRe+1] {
+		require.Equal(t, int32(i), a.msg.ReconsumeTimes, "delivery %d", i)
+		require.Equal(t, topic, a.msg.Topic, "the client restores the original topic from RETRY_TOPIC")
+		require.Equal(t, res.MsgID, a.msg.MsgId, "delivery %d keeps the message id", i)
+		require.Equal(t, "T1", a.msg.GetTags())
+		if i == 0 {
+			continue
+		}
+		delay := levelDelay(3 + i - 1)
+		gap := a.at.Sub(got[i-1].at)
+		require.GreaterOrEqual(t, gap, delay, "retry %d came back before its delay level %d", i, 3+i-1)
+		require.Equal(t, res.MsgID, a.msg.GetProperty("ORIGIN_MESSAGE_ID"))
+		require.Equal(t, topic, a.msg.GetProperty("RETRY_TOPIC"))
+		slack = append(slack, gap-delay)
+	}
+	t.Logf("retry gaps beyond their level (3, 4): %v", slack)
+
+	dq := g.waitRoute(t, dlqT)
+	require.Equal(t, 1, dq.ReadQueueNums, "the DLQ has one queue")
+	require.NotZero(t, dq.Perm&4, "the DLQ must be readable (perm %d)", dq.Perm)
+	dlq := newRecorder(consumer.ConsumeSuccess)
+	startConsumer(t, g, "cg-dlq-reader", dlqT, dlq.handle)
+	d := dlq.waitCount(t, "poison", 1, readyTimeout)[0].msg
+	require.Equal(t, dlqT, d.Topic)
+	require.Equal(t, res.MsgID, d.GetProperty("ORIGIN_MESSAGE_ID"))
+	require.Equal(t, topic, d.GetProperty("RETRY_TOPIC"))
+	require.Equal(t, int32(maxRe+1), d.ReconsumeTimes)
+	require.Equal(t, "T1", d.GetTags())
+	require.Len(t, rec.get("poison"), maxRe+1, "no delivery after the message went to the DLQ")
+	n, err := g.maxOffset(dlqT, 0)
+	require.NoError(t, err)
+	require.Equal(t, int64(1), n, "one dead letter")
+}
+
+// TestKillMasterWithPendingDelays: a master killed with -9 while level-2 messages are being
+// delivered and level-5 messages are pending delivers every one after the restart. The copies
+// delivered twice are exactly the deliveries the last delayOffset.json written before the kill
+// did not include, and no more than package schedule's bound: per level, the deliveries since
+// that write started (at most a PersistInterval plus one write before the kill) plus one.
+func TestKillMasterWithPendingDelays(t *testing.T) {
+	g := startGroup(t)
+	const (
+		topic    = "KillTopic"
+		nFast    = 60 // level 2, one every 50 ms: being delivered at the kill
+		nSlow    = 20 // level 5: all pending at the kill
+		fast     = 2
+		slow     = 5
+		killFrom = 20 // kill once level 2 delivered this many
+	)
+	g.createTopic(t, topic, 1)
+	p := newProducer(t, g, "pg-kill")
+	levelOf := map[string]int{}
+	for i := 0; i < nSlow; i++ {
+		msg := primitive.NewMessage(topic, []byte(fmt.Sprintf("slow-%d", i)))
+		msg.WithDelayTimeLevel(slow)
+		levelOf[sendSync(t, p, msg).MsgID] = slow
+	}
+	tick := time.NewTicker(50 * time.Millisecond)
+	for i := 0; i < nFast; i++ {
+		msg := primitive.NewMessage(topic, []byte(fmt.Sprintf("fast-%d", i)))
+		msg.WithDelayTimeLevel(fast)
+		levelOf[sendSync(t, p, msg).MsgID] = fast
+		<-tick.C
+	}
+	tick.Stop()
+
+	var atKill map[int32]int64
+	require.NoError(t, pollFast(readyTimeout, func() error {
+		var err error
+		if atKill, err = g.delayOffsets(); err != nil {
+			return err
+		}
+		if atKill[fast] < killFrom {
+			return fmt.Errorf("level %d delivered %d, waiting for %d", fast, atKill[fast], killFrom)
+		}
+		return nil
+	}))
+	killAt := time.Now()
+	g.master.Kill()
+	t.Logf("killed at level offsets %v (just before the kill)", atKill)
+	require.Less(t, atKill[slow], int64(nSlow), "level %d messages must still be pending at the kill", slow)
+
+	path := findFile(t, g.storeDir, "delayOffset.json")
+	data, err := os.ReadFile(path)
+	require.NoError(t, err)
+	persisted, err := decodeDelayOffsets(data)
+	require.NoError(t, err)
+	st, err := os.Stat(path)
+	require.NoError(t, err)
+	writtenAt := st.ModTime()
+	t.Logf("delayOffset.json at the kill: %v, written %v before the kill", persisted, killAt.Sub(writtenAt))
+
+	restartAt := time.Now()
+	require.NoError(t, g.master.Restart())
+	g.waitMaster(t)
+	want := map[int32]int64{fast: nFast, slow: nSlow}
+	harness.Eventually(t, readyTimeout, func() error {
+		got, err := g.delayOffsets()
+		if err != nil {
+			return err
+		}
+		for l, n := range want {
+			if got[l] != n {
+				return fmt.Errorf("delay offsets %v, want %v", got, want)
+			}
+		}
+		return nil
+	})
+	total, err := g.maxOffset(topic, 0)
+	require.NoError(t, err)
+
+	// A fresh group reads every stored copy once (keyed by queue offset, so a consumer-side
+	// redelivery is not mistaken for a second copy).
+	var mu sync.Mutex
+	copies := map[int64]*primitive.MessageExt{}
+	startConsumer(t, g, "cg-count", topic, func(_ context.Context, msgs ...*primitive.MessageExt) (consumer.ConsumeResult, error) {
+		mu.Lock()
+		defer mu.Unlock()
+		for _, m := range msgs {
+			copies[m.QueueOffset] = m
+		}
+		return consumer.ConsumeSuccess, nil
+	})
+	harness.Eventually(t, readyTimeout, func() error {
+		mu.Lock()
+		defer mu.Unlock()
+		if int64(len(copies)) < total {
+			return fmt.Errorf("read %d of %d stored copies", len(copies), total)
+		}
+		return nil
+	})
+
+	mu.Lock()
+	defer mu.Unlock()
+	perID := map[string]int{}
+	preKill := map[int]int64{}    // copies stored before the restart, by level
+	sinceWrite := map[int]int{}   // of those, first copies stored since the last write began
+	firstAt := map[string]int64{} // store time of each message's first copy
+	for _, m := range copies {
+		level, ok := levelOf[m.MsgId]
+		require.True(t, ok, "unknown message %s in %s", m.MsgId, topic)
+		perID[m.MsgId]++
+		if m.StoreTimestamp < restartAt.UnixMilli() {
+			preKill[level]++
+			if f, seen := firstAt[m.MsgId]; !seen || m.StoreTimestamp < f {
+				firstAt[m.MsgId] = m.StoreTimestamp
+			}
+		}
+	}
+	require.Len(t, perID, nFast+nSlow, "every message is delivered")
+	for id, at := range firstAt {
+		if at >= writtenAt.Add(-writeAllowance).UnixMilli() {
+			sinceWrite[levelOf[id]]++
+		}
+	}
+	for _, level := range []int{fast, slow} {
+		dups := 0
+		for id, n := range perID {
+			if levelOf[id] == level {
+				require.LessOrEqual(t, n, 2, "%s stored %d times", id, n)
+				dups += n - 1
+			}
+		}
+		t.Logf("level %d: %d copies delivered before the kill, %d in delayOffset.json, %d delivered twice; %d deliveries since the last write began",
+			level, preKill[level], persisted[int32(level)], dups, sinceWrite[level])
+		require.LessOrEqual(t, persisted[int32(level)], preKill[level], "an offset passed an undelivered message")
+		require.Equal(t, preKill[level]-persisted[int32(level)], int64(dups),
+			"the copies delivered twice are the deliveries delayOffset.json did not hold")
+		require.LessOrEqual(t, dups, sinceWrite[level]+1, "more duplicates than the documented bound")
+	}
+}
+
+// writeAllowance is how long before delayOffset.json's modification time its snapshot may have
+// been taken: the file's data is written right after the snapshot is encoded (the fsync and the
+// rename come later and do not move the time), so this covers encoding, a scheduling pause and
+// the coarse file-time clock.
+const writeAllowance = 200 * time.Millisecond
+
+// pollFast polls cond every 10 ms until it returns nil or timeout passes (the kill must land
+// while deliveries are under way, so the usual coarser poll is too slow here).
+func pollFast(timeout time.Duration, cond func() error) error {
+	deadline := time.Now().Add(timeout)
+	for {
+		err := cond()
+		if err == nil {
+			return nil
+		}
+		if time.Now().After(deadline) {
+			return err
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+func findFile(t *testing.T, root, name string) string {
+	t.Helper()
+	var found string
+	_ = filepath.WalkDir(root, func(path string, d os.DirEntry, err error) error {
+		if err == nil && !d.IsDir() && d.Name() == name && found == "" {
+			found = path
+		}
+		return nil
+	})
+	require.NotEmpty(t, found, "no %s under %s", name, root)
+	return found
+}
