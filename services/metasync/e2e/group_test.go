@@ -45,6 +45,7 @@ func waitUp(t *testing.T, p *harness.Process, addr string) {
 // auto-created by a real rocketmq-client-go producer and offsets committed by
 // a real push consumer reach a slave's follower.
 func TestWithRealGroup(t *testing.T) {
+	t.Parallel() // mostly waiting (Consul session expiry, client commit period)
 	rlog.SetLogLevel("error")
 	consul := harness.StartConsulT(t)
 	nats := harness.StartNATST(t)

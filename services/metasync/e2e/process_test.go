@@ -109,6 +109,7 @@ func waitHealthy(t testing.TB, port int) {
 // converging; then two binaries share a group through Consul and a SIGKILLed
 // owner is replaced once its session expires.
 func TestBinaryKillRestart(t *testing.T) {
+	t.Parallel() // mostly waiting (Consul session expiry, client commit period)
 	bin := metasyncBinary(t)
 	nats := harness.StartNATST(t)
 	master := startFakeMaster(t, "")
