@@ -43,10 +43,21 @@
 //
 // # Delays and retries
 //
-// A message with DELAY=n (and a message a consumer sends back, at level 3+reconsumeTimes) is
-// stored in SCHEDULE_TOPIC_XXXX queue n-1; on a master the delay service (package schedule)
-// moves it to its topic when due. Past maxReconsumeTimes a sent-back message goes to
-// %DLQ%group at once.
+// A message with DELAY=n (levels from messageDelayLevel, RocketMQ's "1s 5s ... 2h" by default;
+// n beyond the table is clamped to its last level) is stored in SCHEDULE_TOPIC_XXXX queue n-1
+// with its topic and queue in REAL_TOPIC and REAL_QID. On a writable master the delay service
+// (package schedule) stores it in its topic when due, in order per level, and keeps each
+// level's progress in delayOffset.json (GET_ALL_DELAY_OFFSET); package schedule states how many
+// deliveries a kill -9 repeats.
+//
+// CONSUMER_SEND_MSG_BACK stores the consumed message again for %RETRY%group at level
+// 3 + reconsumeTimes (or the level the consumer asked for), with reconsumeTimes + 1 and the
+// first ORIGIN_MESSAGE_ID and RETRY_TOPIC kept. Once reconsumeTimes reaches maxReconsumeTimes
+// (the request's, else the group's retryMaxTimes, 16 by default), or when the consumer asks for
+// a negative level, it goes to %DLQ%group at once instead; that topic is created with one
+// readable and writable queue and registered with the name servers. A consumer's fallback send
+// to %RETRY%group follows the same limit. The retry topic itself is created on the consumer's
+// heartbeat and registered (see Clients); clients pick up its route on their next refresh.
 //
 // # Not implemented
 //
