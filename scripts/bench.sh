@@ -11,3 +11,7 @@ patterns=$(for m in $(go list -m -f '{{.Dir}}'); do
   [ -n "$(find "$m" -name '*_test.go' | head -1)" ] && echo "$(awk '/^module /{print $2; exit}' "$m/go.mod")/..."
 done)
 go test -run '^$' -bench "${BENCH:-.}" -benchtime "${BENCHTIME:-1s}" -benchmem -p 1 -timeout 60m $patterns
+# End to end: the bench tool against a group of real processes (SYNC/ASYNC master, 1 and 64
+# producers, Go client and raw frames, consume from master and slave), beside the store-level rates
+# of libs/commitlog measured in the same run.
+RMQHA_BENCH=1 go test -count=1 -run TestBenchMatrix -v -timeout 30m ./tools/cmd/bench | grep -vE '^=== RUN'
