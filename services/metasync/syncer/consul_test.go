@@ -144,6 +144,8 @@ func TestTwoInstancesWithConsul(t *testing.T) {
 		}
 		seen[k][an.SnapshotURL] = true
 	}
-	require.LessOrEqual(t, st.Applied, uint64(len(seen)+1), "applied more topic versions than were announced (+1 for the start-up sync)")
+	// The master made 20 topic versions after the slave's start-up sync; an
+	// update applied twice would push the count past them.
+	require.LessOrEqual(t, st.Applied, uint64(20+1), "a topic version was applied twice")
 	t.Logf("topic versions announced: %d, applied by the slave: %d", len(seen), st.Applied)
 }
