@@ -1,11 +1,13 @@
 package broker
 
 import (
+	"encoding/json"
 	"strconv"
 	"sync/atomic"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+	"github.com/rmqha/rmqha/libs/broker/route"
 	"github.com/rmqha/rmqha/libs/commitlog/vfs"
 	"github.com/rmqha/rmqha/libs/hawire"
 	"github.com/rmqha/rmqha/libs/obs"
@@ -451,6 +453,15 @@ func (c *stateCollector) Collect(ch chan<- prometheus.Metric) {
 		counter(descMetaVer, float64(gv.Counter), "subscriptionGroups")
 		gauge(descMetaLen, float64(b.tables.Topics.Len()), "topics")
 		gauge(descMetaLen, float64(b.tables.Groups.Len()), "subscriptionGroups")
+		if b.tables.Delay != nil {
+			// At most one entry per delay level: decoding its snapshot is cheap.
+			var d struct {
+				DataVersion route.DataVersion `json:"dataVersion"`
+			}
+			if json.Unmarshal(b.tables.Delay.Snapshot(), &d) == nil {
+				counter(descMetaVer, float64(d.DataVersion.Counter), "delayOffset")
+			}
+		}
 	}
 	if b.clients != nil {
 		cons, prods := b.clients.counts()

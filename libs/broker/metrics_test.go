@@ -71,6 +71,8 @@ func TestMetricsSendsPullsAndLongPolling(t *testing.T) {
 	require.Contains(t, before, "go_goroutines")
 	require.Contains(t, before, "process_cpu_seconds_total")
 	topicsV := before[`rmqha_broker_metadata_version{table="topics"}`]
+	require.Contains(t, before, `rmqha_broker_metadata_version{table="subscriptionGroups"}`)
+	require.Contains(t, before, `rmqha_broker_metadata_version{table="delayOffset"}`)
 
 	for i := 0; i < 3; i++ {
 		require.Equal(t, remoting.Success, send(t, c, m.Addr(), "M", 0, "", "m"+strconv.Itoa(i)).Code)
@@ -131,6 +133,8 @@ func TestMetricsSendsPullsAndLongPolling(t *testing.T) {
 	require.Equal(t, 2.0, s[`rmqha_broker_pull_latency_seconds_count{held="true"}`])
 	require.Equal(t, 3.0, s["rmqha_broker_pull_requests_total"])
 	require.Equal(t, 1.0, s[`rmqha_broker_client_channels{kind="consumer"}`])
+	require.Greater(t, s[`rmqha_broker_metadata_version{table="subscriptionGroups"}`],
+		before[`rmqha_broker_metadata_version{table="subscriptionGroups"}`], "auto-creating group g moves the group table's version")
 }
 
 func TestMetricsDisabledKeepsState(t *testing.T) {
