@@ -118,6 +118,17 @@ type Config struct {
 	// latencies, flush and replication waits, fsync times, long-poll wake-ups). State read at
 	// scrape time (offsets, lag, in-sync count, versions) is served either way. Default true.
 	MetricsEnable bool `prop:"metricsEnable"`
+	// NatsURL is the NATS server(s) of metadata announcements (comma separated); empty takes
+	// the NATS_URL environment variable, and none turns announcements off. A master rings
+	// metasync's doorbell when a table changes; a slave listens for new table versions.
+	NatsURL string `prop:"natsUrl"`
+	// MetasyncAddrs are the HTTP addresses (host:port or URLs) of metasync instances a slave
+	// fetches announced table snapshots from. Empty: the slave pulls tables from its master on
+	// metasyncFallbackInterval instead.
+	MetasyncAddrs []string `prop:"metasyncAddrs"`
+	// MetasyncFallbackInterval is how often a slave pulls the tables from its master itself when
+	// NATS or metasync is unavailable. Default 30s.
+	MetasyncFallbackInterval time.Duration `prop:"metasyncFallbackInterval,ms"`
 	// LogLevel is a logrus level name (used by the services). Default "info".
 	LogLevel string `prop:"logLevel"`
 	// LogFormat is text or json (used by the services). Default "text".
@@ -165,6 +176,7 @@ func DefaultConfig() Config {
 		DeleteWhen:                    "04",
 		DiskMaxUsedSpaceRatio:         75,
 		MessageDelayLevel:             schedule.DefaultMessageDelayLevel,
+		MetasyncFallbackInterval:      30 * time.Second,
 		MetricsEnable:                 true,
 		LogLevel:                      "info",
 		LogFormat:                     "text",

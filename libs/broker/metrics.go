@@ -47,7 +47,8 @@ var pullStatusCodes = []int16{
 	remoting.SubscriptionGroupNotExist, remoting.SubscriptionNotExist, remoting.SubscriptionParseFailed,
 }
 
-// maxCode bounds the code-indexed lookup tables (every named code is below it).
+// maxCode bounds the code-indexed lookup tables (every named code is below it; the last slot
+// takes the codes out of range).
 const maxCode = 64
 
 type requestObs struct {
@@ -61,11 +62,14 @@ type brokerMetrics struct {
 	on  bool
 	now func() time.Time
 
-	send      [maxCode]*requestObs
-	sendOther *requestObs
+	// Series per status are created on first use (so /metrics lists only statuses that
+	// happened) and kept in code-indexed tables, so later requests skip the label lookup.
+	sendTotal *prometheus.CounterVec
+	sendLat   *prometheus.HistogramVec
+	send      [maxCode]atomic.Pointer[requestObs]
+	pullTotal *prometheus.CounterVec
+	pull      [maxCode]atomic.Pointer[prometheus.Counter]
 
-	pull        [maxCode]prometheus.Counter
-	pullOther   prometheus.Counter
 	pullLatency [2]prometheus.Observer // [0] answered at once, [1] after a long-poll hold
 
 	holds       prometheus.Counter
@@ -112,20 +116,13 @@ func newBrokerMetrics(b *Broker, on bool) *brokerMetrics {
 		Help:    "Time from a send's arrival to its answer, by status.",
 		Buckets: latencyBuckets,
 	}, []string{"status"})
-	for _, c := range sendStatusCodes {
-		n := sendStatusName(c)
-		m.send[c] = &requestObs{count: sendTotal.WithLabelValues(n), latency: sendLat.WithLabelValues(n)}
-	}
-	m.sendOther = &requestObs{count: sendTotal.WithLabelValues("OTHER"), latency: sendLat.WithLabelValues("OTHER")}
+	m.sendTotal, m.sendLat = sendTotal, sendLat
 
 	pullTotal := prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: metricsPrefix + "pull_total",
 		Help: "Pull requests answered, by result (FOUND, NO_NEW_MSG, PULL_RETRY_IMMEDIATELY, PULL_OFFSET_MOVED, errors by response code).",
 	}, []string{"status"})
-	for _, c := range pullStatusCodes {
-		m.pull[c] = pullTotal.WithLabelValues(pullStatusName(c))
-	}
-	m.pullOther = pullTotal.WithLabelValues("OTHER")
+	m.pullTotal = pullTotal
 	pullLat := prometheus.NewHistogramVec(prometheus.HistogramOpts{
 		Name:    metricsPrefix + "pull_latency_seconds",
 		Help:    "Time from a pull's arrival to its answer; held=true for pulls parked by long polling.",
@@ -169,22 +166,42 @@ func newBrokerMetrics(b *Broker, on bool) *brokerMetrics {
 	return m
 }
 
-func (m *brokerMetrics) sendObs(code int16) *requestObs {
-	if code >= 0 && code < maxCode {
-		if o := m.send[code]; o != nil {
-			return o
+// statusSlot is a response code's slot in the code-indexed tables (the last one for codes out
+// of range), and statusLabel its label: its name when it is one of named, else OTHER.
+func statusSlot(code int16) int {
+	if code >= 0 && code < maxCode-1 {
+		return int(code)
+	}
+	return maxCode - 1
+}
+
+func statusLabel(code int16, named []int16, name func(int16) string) string {
+	for _, c := range named {
+		if c == code {
+			return name(code)
 		}
 	}
-	return m.sendOther
+	return "OTHER"
+}
+
+func (m *brokerMetrics) sendObs(code int16) *requestObs {
+	i := statusSlot(code)
+	if o := m.send[i].Load(); o != nil {
+		return o
+	}
+	n := statusLabel(code, sendStatusCodes, sendStatusName)
+	m.send[i].CompareAndSwap(nil, &requestObs{count: m.sendTotal.WithLabelValues(n), latency: m.sendLat.WithLabelValues(n)})
+	return m.send[i].Load()
 }
 
 func (m *brokerMetrics) pullCounter(code int16) prometheus.Counter {
-	if code >= 0 && code < maxCode {
-		if c := m.pull[code]; c != nil {
-			return c
-		}
+	i := statusSlot(code)
+	if c := m.pull[i].Load(); c != nil {
+		return *c
 	}
-	return m.pullOther
+	c := m.pullTotal.WithLabelValues(statusLabel(code, pullStatusCodes, pullStatusName))
+	m.pull[i].CompareAndSwap(nil, &c)
+	return *m.pull[i].Load()
 }
 
 // sendWriter counts a send's answer under its status and observes arrival → answer.
@@ -588,7 +605,11 @@ func (b *Broker) checkClaims(now time.Time) {
 		ss := b.slave.Status()
 		failed := ss.State == hawire.SlaveFailed.String()
 		warn, recovered := b.replClaim.update(failed || !ss.Connected, now, b.claimAfter, b.claimRepeat)
-		f := logrus.Fields{"peer": ss.MasterAddr, "state": ss.State, "offset": ss.LocalMaxOffset, "lagBytes": ss.LagBytes}
+		peer := ss.MasterAddr
+		if peer == "" {
+			peer = b.cfg.HAMasterAddress // not dialled yet; "" until registration names the master
+		}
+		f := logrus.Fields{"peer": peer, "state": ss.State, "offset": ss.LocalMaxOffset, "lagBytes": ss.LagBytes}
 		switch {
 		case warn:
 			f["for"] = now.Sub(b.replClaim.since).Round(time.Second).String()

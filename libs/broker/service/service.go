@@ -102,6 +102,8 @@ func Main(o Options, args, environ []string, stderr io.Writer) int {
 	}).Info("broker running")
 
 	followConsul(ctx, b, eff, environ, log)
+	stopMeta := startMetaSync(ctx, b, eff, environ, log)
+	defer stopMeta()
 	<-ctx.Done()
 	log.Info("signal received, shutting down")
 	timeout := o.ShutdownTimeout
