@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strconv"
 	"strings"
 	"testing"
@@ -87,6 +88,8 @@ func TestCompose(t *testing.T) {
 		return nil
 	})
 	t.Logf("produced and consumed %d messages through %s", len(batchA), g.namesrv())
+
+	runBench(t, bin, g.namesrv())
 
 	// 2. Kill the master while the consumer is behind.
 	live.pause()
@@ -282,6 +285,36 @@ func TestCompose(t *testing.T) {
 	if left := g.leftovers(); len(left) > 0 {
 		t.Fatalf("down -v left: %v", left)
 	}
+}
+
+// runBench produces and consumes with the bench tool through the published ports, when the
+// binary folder has it: every send SEND_OK, every message consumed.
+func runBench(t *testing.T, bin, namesrv string) {
+	t.Helper()
+	tool := filepath.Join(bin, "bench")
+	if _, err := os.Stat(tool); err != nil {
+		t.Logf("no %s: bench step skipped", tool)
+		return
+	}
+	const n = 2000
+	out, err := runCmd(4*time.Minute, nil, "", tool, "-namesrv", namesrv, "-topic", "ComposeBench",
+		"-n", strconv.Itoa(n), "-producers", "2", "-consumers", "1", "-mode", "sync", "-progress", "0", "-drain", "2m")
+	if err != nil {
+		t.Fatal(err)
+	}
+	count := func(re string) int {
+		m := regexp.MustCompile(re).FindStringSubmatch(out)
+		if m == nil {
+			t.Fatalf("bench output lacks %q:\n%s", re, out)
+		}
+		v, _ := strconv.Atoi(m[1])
+		return v
+	}
+	sent, consumed := count(`send:\s+(\d+) messages`), count(`consume:\s+(\d+) messages`)
+	if sent != n || consumed < n || !strings.Contains(out, "SEND_OK="+strconv.Itoa(n)) {
+		t.Fatalf("bench: sent %d, consumed %d of %d:\n%s", sent, consumed, n, out)
+	}
+	t.Logf("bench through the published ports:\n%s", strings.TrimSpace(out))
 }
 
 // firstLine is the first line of a failed command's output, or its error.
