@@ -93,7 +93,8 @@ func run(binDir, dataDir string, namesrvPort, masterPort, slavePort, httpBase in
 		{"namesrv", fmt.Sprintf("listenPort=%d\nhttpPort=%d\n", namesrvPort, httpBase), nsAddr, "namesrv   " + nsAddr},
 		{"master", brokerConf(dataDir, "master", 0, "SYNC_MASTER", masterPort, nsAddr, httpBase+1, ""),
 			harness.Addr(masterPort), fmt.Sprintf("master    %s (HA %s, SYNC_MASTER)", harness.Addr(masterPort), harness.Addr(masterPort+1))},
-		{"slave", brokerConf(dataDir, "slave", 1, "SLAVE", slavePort, nsAddr, httpBase+2, harness.Addr(masterPort+1)),
+		{"slave", brokerConf(dataDir, "slave", 1, "SLAVE", slavePort, nsAddr, httpBase+2, harness.Addr(masterPort+1)) +
+			fmt.Sprintf("metasyncAddrs=%s\n", harness.Addr(httpBase+3)),
 			harness.Addr(slavePort), fmt.Sprintf("slave     %s (replicates from %s)", harness.Addr(slavePort), harness.Addr(masterPort+1))},
 		{"metasync", fmt.Sprintf("namesrvAddr=%s\nhttpPort=%d\nstorePathRootDir=%s\n", nsAddr, httpBase+3, filepath.Join(dataDir, "metasync", "store")),
 			harness.Addr(httpBase + 3), fmt.Sprintf("metasync  status http://%s/status", harness.Addr(httpBase+3))},
