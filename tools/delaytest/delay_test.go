@@ -201,7 +201,8 @@ func TestRetryLaterThenDeadLetter(t *testing.T) {
 }
 
 // TestKillMasterWithPendingDelays: a master killed with -9 while level-2 messages are being
-// delivered and level-5 messages are pending delivers every one after the restart. The copies
+// delivered (just before delayOffset.json is rewritten, the worst moment) and level-5 messages
+// are pending delivers every one after the restart. The copies
 // delivered twice are exactly the deliveries the last delayOffset.json written before the kill
 // did not include, and no more than package schedule's bound: per level, the deliveries since
 // that write started (at most a PersistInterval plus one write before the kill) plus one.
@@ -213,7 +214,10 @@ func TestKillMasterWithPendingDelays(t *testing.T) {
 		nSlow    = 20 // level 5: all pending at the kill
 		fast     = 2
 		slow     = 5
-		killFrom = 20 // kill once level 2 delivered this many
+		killFrom = 10 // kill once level 2 delivered this many
+		// killAge is how old delayOffset.json must be at the kill: most of the service's 1 s
+		// PersistInterval.
+		killAge = 800 * time.Millisecond
 	)
 	g.createTopic(t, topic, 1)
 	p := newProducer(t, g, "pg-kill")
@@ -232,14 +236,30 @@ func TestKillMasterWithPendingDelays(t *testing.T) {
 	}
 	tick.Stop()
 
-	var atKill map[int32]int64
+	// Kill at the worst moment: level 2 delivering and delayOffset.json about to be rewritten,
+	// so nearly a whole PersistInterval of deliveries is missing from it.
+	var (
+		atKill map[int32]int64
+		path   string
+	)
 	require.NoError(t, pollFast(readyTimeout, func() error {
-		var err error
+		if path == "" {
+			if path = lookFile(g.storeDir, "delayOffset.json"); path == "" {
+				return fmt.Errorf("no delayOffset.json yet")
+			}
+		}
+		st, err := os.Stat(path)
+		if err != nil {
+			return err
+		}
 		if atKill, err = g.delayOffsets(); err != nil {
 			return err
 		}
 		if atKill[fast] < killFrom {
 			return fmt.Errorf("level %d delivered %d, waiting for %d", fast, atKill[fast], killFrom)
+		}
+		if age := time.Since(st.ModTime()); age < killAge {
+			return fmt.Errorf("delayOffset.json is %v old, waiting for %v", age, killAge)
 		}
 		return nil
 	}))
@@ -248,7 +268,6 @@ func TestKillMasterWithPendingDelays(t *testing.T) {
 	t.Logf("killed at level offsets %v (just before the kill)", atKill)
 	require.Less(t, atKill[slow], int64(nSlow), "level %d messages must still be pending at the kill", slow)
 
-	path := findFile(t, g.storeDir, "delayOffset.json")
 	data, err := os.ReadFile(path)
 	require.NoError(t, err)
 	persisted, err := decodeDelayOffsets(data)
@@ -344,8 +363,8 @@ func TestKillMasterWithPendingDelays(t *testing.T) {
 // the coarse file-time clock.
 const writeAllowance = 200 * time.Millisecond
 
-// pollFast polls cond every 10 ms until it returns nil or timeout passes (the kill must land
-// while deliveries are under way, so the usual coarser poll is too slow here).
+// pollFast polls cond every 5 ms until it returns nil or timeout passes (the kill must land at a
+// chosen moment, so the usual coarser poll is too slow here).
 func pollFast(timeout time.Duration, cond func() error) error {
 	deadline := time.Now().Add(timeout)
 	for {
@@ -356,12 +375,12 @@ func pollFast(timeout time.Duration, cond func() error) error {
 		if time.Now().After(deadline) {
 			return err
 		}
-		time.Sleep(10 * time.Millisecond)
+		time.Sleep(5 * time.Millisecond)
 	}
 }
 
-func findFile(t *testing.T, root, name string) string {
-	t.Helper()
+// lookFile returns the path of the first file called name under root, or "".
+func lookFile(root, name string) string {
 	var found string
 	_ = filepath.WalkDir(root, func(path string, d os.DirEntry, err error) error {
 		if err == nil && !d.IsDir() && d.Name() == name && found == "" {
@@ -369,6 +388,5 @@ func findFile(t *testing.T, root, name string) string {
 		}
 		return nil
 	})
-	require.NotEmpty(t, found, "no %s under %s", name, root)
 	return found
 }
