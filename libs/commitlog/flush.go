@@ -94,8 +94,8 @@ func (s *Store) completeWaiters(flushed int64) {
 	for len(s.byOffset) > 0 && s.byOffset[0].end <= flushed {
 		w := heap.Pop(&s.byOffset).(*waiter)
 		heap.Remove(&s.byDeadline, w.di)
-		w.ch <- nil
 		s.nFlushedW.Add(1)
+		w.ch <- nil
 	}
 }
 
@@ -115,8 +115,8 @@ func (s *Store) expireWaiters(now time.Time) {
 	for len(s.byDeadline) > 0 && !s.byDeadline[0].deadline.After(now) {
 		w := heap.Pop(&s.byDeadline).(*waiter)
 		heap.Remove(&s.byOffset, w.oi)
-		w.ch <- ErrFlushTimeout
 		s.nTimeouts.Add(1)
+		w.ch <- ErrFlushTimeout
 	}
 }
 

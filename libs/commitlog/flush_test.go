@@ -86,6 +86,16 @@ func TestSyncFlushDeadline(t *testing.T) {
 	cfg.FlushDiskType = SyncFlush
 	s := openStore(t, cfg)
 	defer s.Close()
+	var once sync.Once
+	release := func() {
+		once.Do(func() {
+			inj.mu.Lock()
+			inj.blocked = false
+			close(inj.release)
+			inj.mu.Unlock()
+		})
+	}
+	defer release() // runs before Close, even when an assertion fails
 	inj.mu.Lock()
 	inj.blocked = true
 	inj.mu.Unlock()
@@ -94,10 +104,7 @@ func TestSyncFlushDeadline(t *testing.T) {
 	early := s.WaitFlush(r.EndOffset, time.Now().Add(50*time.Millisecond))
 	require.ErrorIs(t, recvErr(t, early), ErrFlushTimeout)
 	require.Equal(t, int64(1), s.Stats().FlushTimeouts)
-	inj.mu.Lock()
-	inj.blocked = false
-	close(inj.release)
-	inj.mu.Unlock()
+	release()
 	require.NoError(t, recvErr(t, late))
 }
 
