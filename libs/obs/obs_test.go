@@ -2,6 +2,8 @@ package obs
 
 import (
 	"errors"
+	"flag"
+	"fmt"
 	"io"
 	"net/http/httptest"
 	"strings"
@@ -50,4 +52,13 @@ func TestNewLogger(t *testing.T) {
 	require.ErrorContains(t, err, "logLevel")
 	_, err = NewLogger("info", "xml")
 	require.ErrorContains(t, err, "logFormat")
+}
+
+func TestExitCode(t *testing.T) {
+	var buf strings.Builder
+	require.Equal(t, 0, ExitCode("svc", nil, &buf))
+	require.Equal(t, 0, ExitCode("svc", fmt.Errorf("load: %w", flag.ErrHelp), &buf))
+	require.Empty(t, buf.String())
+	require.Equal(t, 2, ExitCode("svc", errors.New(`unknown key "x"`), &buf))
+	require.Equal(t, "svc: unknown key \"x\"\n", buf.String())
 }

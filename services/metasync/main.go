@@ -11,26 +11,13 @@
 package main
 
 import (
-	"errors"
-	"fmt"
-	"os"
-	"os/signal"
-	"syscall"
-
+	"github.com/rmqha/rmqha/libs/obs"
 	"github.com/rmqha/rmqha/libs/props"
 	"github.com/rmqha/rmqha/services/metasync/syncer"
 	"github.com/sirupsen/logrus"
 )
 
-func main() {
-	if err := run(); err != nil {
-		if errors.Is(err, props.ErrHelp) {
-			os.Exit(0)
-		}
-		fmt.Fprintln(os.Stderr, "metasync:", err)
-		os.Exit(2)
-	}
-}
+func main() { obs.Exit("metasync", run()) }
 
 func run() error {
 	cfg := syncer.DefaultConfig()
@@ -41,13 +28,9 @@ func run() error {
 	if err := cfg.Validate(); err != nil {
 		return err
 	}
-	log := logrus.New()
-	lvl, _ := logrus.ParseLevel(cfg.LogLevel)
-	log.SetLevel(lvl)
-	if cfg.LogFormat == "json" {
-		log.SetFormatter(&logrus.JSONFormatter{})
-	} else {
-		log.SetFormatter(&logrus.TextFormatter{FullTimestamp: true})
+	log, err := obs.NewLogger(cfg.LogLevel, cfg.LogFormat)
+	if err != nil {
+		return err
 	}
 	cfg.Logger = log
 	svc, err := syncer.New(cfg)
@@ -58,9 +41,6 @@ func run() error {
 		return err
 	}
 	log.WithFields(logrus.Fields{"config": props.Dump(&cfg), "file": file, "http": svc.HTTPAddr()}).Info("metasync started")
-	sig := make(chan os.Signal, 1)
-	signal.Notify(sig, syscall.SIGINT, syscall.SIGTERM)
-	s := <-sig
-	log.WithField("signal", s.String()).Info("stopping")
+	obs.WaitForStop(log)
 	return svc.Close()
 }
