@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/rmqha/rmqha/libs/broker/route"
+	"github.com/rmqha/rmqha/libs/hawire"
 	"github.com/rmqha/rmqha/libs/remoting"
 	"github.com/sirupsen/logrus"
 )
@@ -159,64 +160,23 @@ func (b *Broker) unregisterAll(ctx context.Context) {
 }
 
 // regDiscovery is the hawire.Discovery of a slave: a static haMasterAddress when configured,
-// otherwise the haServerAddr the name servers return on registration.
+// otherwise the haServerAddr the name servers return on registration (and, with Consul, the
+// address FollowMaster learns there).
 type regDiscovery struct {
-	mu      sync.Mutex
-	current string
-	static  bool
-	subs    []chan string
+	*hawire.SwitchDiscovery
+	static bool
 }
 
 func newRegDiscovery(static string) *regDiscovery {
-	return &regDiscovery{current: static, static: static != ""}
+	return &regDiscovery{SwitchDiscovery: hawire.NewSwitchDiscovery(static), static: static != ""}
 }
+
+// known reports whether a master address is known yet.
+func (d *regDiscovery) known() bool { return d.Current() != "" }
 
 // learn records an address from a registration answer; a static address is never replaced.
 func (d *regDiscovery) learn(addr string) {
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	if d.static || addr == d.current {
-		return
+	if !d.static {
+		d.Set(addr)
 	}
-	d.current = addr
-	for _, ch := range d.subs {
-		select {
-		case <-ch: // drop a stale, unread address
-		default:
-		}
-		select {
-		case ch <- addr:
-		default:
-		}
-	}
-}
-
-// known reports whether an address is known (static or learned).
-func (d *regDiscovery) known() bool {
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	return d.current != ""
-}
-
-// Watch implements hawire.Discovery.
-func (d *regDiscovery) Watch(ctx context.Context) <-chan string {
-	ch := make(chan string, 1)
-	d.mu.Lock()
-	if d.current != "" {
-		ch <- d.current
-	}
-	d.subs = append(d.subs, ch)
-	d.mu.Unlock()
-	go func() {
-		<-ctx.Done()
-		d.mu.Lock()
-		defer d.mu.Unlock()
-		for i, c := range d.subs {
-			if c == ch {
-				d.subs = append(d.subs[:i], d.subs[i+1:]...)
-				break
-			}
-		}
-	}()
-	return ch
 }

@@ -1,54 +1,10 @@
 package hawiretest
 
-import (
-	"context"
-	"sync"
-)
+import "github.com/rmqha/rmqha/libs/hawire"
 
-// SwitchDiscovery is a hawire.Discovery whose address tests change, as a
-// Consul-backed one would after a master moves.
-type SwitchDiscovery struct {
-	mu   sync.Mutex
-	addr string
-	subs []chan string
-}
+// SwitchDiscovery is hawire.SwitchDiscovery, kept here for the tests that
+// name it through this package.
+type SwitchDiscovery = hawire.SwitchDiscovery
 
 // NewSwitchDiscovery starts with addr ("" = no master yet).
-func NewSwitchDiscovery(addr string) *SwitchDiscovery { return &SwitchDiscovery{addr: addr} }
-
-// Set publishes a new address; watchers see only the latest one.
-func (d *SwitchDiscovery) Set(addr string) {
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	d.addr = addr
-	for _, ch := range d.subs {
-		select {
-		case <-ch:
-		default:
-		}
-		ch <- addr
-	}
-}
-
-// Watch implements hawire.Discovery.
-func (d *SwitchDiscovery) Watch(ctx context.Context) <-chan string {
-	ch := make(chan string, 1)
-	d.mu.Lock()
-	if d.addr != "" {
-		ch <- d.addr
-	}
-	d.subs = append(d.subs, ch)
-	d.mu.Unlock()
-	go func() {
-		<-ctx.Done()
-		d.mu.Lock()
-		defer d.mu.Unlock()
-		for i, c := range d.subs {
-			if c == ch {
-				d.subs = append(d.subs[:i], d.subs[i+1:]...)
-				break
-			}
-		}
-	}()
-	return ch
-}
+func NewSwitchDiscovery(addr string) *SwitchDiscovery { return hawire.NewSwitchDiscovery(addr) }
