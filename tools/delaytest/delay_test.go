@@ -3,6 +3,7 @@ package delaytest
 import (
 	"context"
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
 	"slices"
@@ -10,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	rocketmq "github.com/apache/rocketmq-client-go/v2"
 	"github.com/apache/rocketmq-client-go/v2/consumer"
 	"github.com/apache/rocketmq-client-go/v2/primitive"
 	"github.com/rmqha/rmqha/tools/harness"
@@ -222,19 +224,8 @@ func TestKillMasterWithPendingDelays(t *testing.T) {
 	g.createTopic(t, topic, 1)
 	p := newProducer(t, g, "pg-kill")
 	levelOf := map[string]int{}
-	for i := 0; i < nSlow; i++ {
-		msg := primitive.NewMessage(topic, []byte(fmt.Sprintf("slow-%d", i)))
-		msg.WithDelayTimeLevel(slow)
-		levelOf[sendSync(t, p, msg).MsgID] = slow
-	}
-	tick := time.NewTicker(50 * time.Millisecond)
-	for i := 0; i < nFast; i++ {
-		msg := primitive.NewMessage(topic, []byte(fmt.Sprintf("fast-%d", i)))
-		msg.WithDelayTimeLevel(fast)
-		levelOf[sendSync(t, p, msg).MsgID] = fast
-		<-tick.C
-	}
-	tick.Stop()
+	sendDelayed(t, p, topic, slow, nSlow, 0, levelOf)
+	sendDelayed(t, p, topic, fast, nFast, 50*time.Millisecond, levelOf)
 
 	// Kill at the worst moment: level 2 delivering and delayOffset.json about to be rewritten,
 	// so nearly a whole PersistInterval of deliveries is missing from it.
@@ -280,45 +271,8 @@ func TestKillMasterWithPendingDelays(t *testing.T) {
 	restartAt := time.Now()
 	require.NoError(t, g.master.Restart())
 	g.waitMaster(t)
-	want := map[int32]int64{fast: nFast, slow: nSlow}
-	harness.Eventually(t, readyTimeout, func() error {
-		got, err := g.delayOffsets()
-		if err != nil {
-			return err
-		}
-		for l, n := range want {
-			if got[l] != n {
-				return fmt.Errorf("delay offsets %v, want %v", got, want)
-			}
-		}
-		return nil
-	})
-	total, err := g.maxOffset(topic, 0)
-	require.NoError(t, err)
-
-	// A fresh group reads every stored copy once (keyed by queue offset, so a consumer-side
-	// redelivery is not mistaken for a second copy).
-	var mu sync.Mutex
-	copies := map[int64]*primitive.MessageExt{}
-	startConsumer(t, g, "cg-count", topic, func(_ context.Context, msgs ...*primitive.MessageExt) (consumer.ConsumeResult, error) {
-		mu.Lock()
-		defer mu.Unlock()
-		for _, m := range msgs {
-			copies[m.QueueOffset] = m
-		}
-		return consumer.ConsumeSuccess, nil
-	})
-	harness.Eventually(t, readyTimeout, func() error {
-		mu.Lock()
-		defer mu.Unlock()
-		if int64(len(copies)) < total {
-			return fmt.Errorf("read %d of %d stored copies", len(copies), total)
-		}
-		return nil
-	})
-
-	mu.Lock()
-	defer mu.Unlock()
+	waitDelayOffsets(t, g, map[int32]int64{fast: nFast, slow: nSlow})
+	copies := readAllCopies(t, g, topic)
 	perID := map[string]int{}
 	preKill := map[int]int64{}    // copies stored before the restart, by level
 	sinceWrite := map[int]int{}   // of those, first copies stored since the last write began
@@ -355,6 +309,112 @@ func TestKillMasterWithPendingDelays(t *testing.T) {
 			"the copies delivered twice are the deliveries delayOffset.json did not hold")
 		require.LessOrEqual(t, dups, sinceWrite[level]+1, "more duplicates than the documented bound")
 	}
+}
+
+// TestStopMasterWithPendingDelays: a master stopped cleanly (SIGTERM) while level-1 messages
+// are being delivered and level-4 messages are pending delivers every message exactly once
+// after the restart: the delay service writes its progress when it stops.
+func TestStopMasterWithPendingDelays(t *testing.T) {
+	g := startGroup(t)
+	const topic = "StopTopic"
+	g.createTopic(t, topic, 1)
+	p := newProducer(t, g, "pg-stop")
+	levelOf := map[string]int{}
+	sendDelayed(t, p, topic, 4, 20, 0, levelOf)
+	sendDelayed(t, p, topic, 1, 40, 50*time.Millisecond, levelOf)
+	var atStop map[int32]int64
+	require.NoError(t, pollFast(readyTimeout, func() error {
+		var err error
+		if atStop, err = g.delayOffsets(); err != nil {
+			return err
+		}
+		if atStop[1] < 10 {
+			return fmt.Errorf("level 1 delivered %d, waiting for 10", atStop[1])
+		}
+		return nil
+	}))
+	require.NoError(t, g.master.Stop(30*time.Second))
+	t.Logf("stopped at level offsets %v (just before the stop)", atStop)
+	require.NoError(t, g.master.Restart())
+	g.waitMaster(t)
+	waitDelayOffsets(t, g, map[int32]int64{1: 40, 4: 20})
+	perID := map[string]int{}
+	for _, m := range readAllCopies(t, g, topic) {
+		_, ok := levelOf[m.MsgId]
+		require.True(t, ok, "unknown message %s in %s", m.MsgId, topic)
+		perID[m.MsgId]++
+	}
+	require.Len(t, perID, len(levelOf), "every message is delivered")
+	for id, n := range perID {
+		require.Equal(t, 1, n, "%s (level %d) delivered %d times across a clean restart", id, levelOf[id], n)
+	}
+}
+
+// sendDelayed sends n messages at level to topic, every apart (0: back to back), and records
+// their ids in levelOf.
+func sendDelayed(t *testing.T, p rocketmq.Producer, topic string, level, n int, every time.Duration, levelOf map[string]int) {
+	t.Helper()
+	var tick <-chan time.Time
+	if every > 0 {
+		tk := time.NewTicker(every)
+		defer tk.Stop()
+		tick = tk.C
+	}
+	for i := 0; i < n; i++ {
+		msg := primitive.NewMessage(topic, []byte(fmt.Sprintf("L%d-%d", level, i)))
+		msg.WithDelayTimeLevel(level)
+		levelOf[sendSync(t, p, msg).MsgID] = level
+		if tick != nil {
+			<-tick
+		}
+	}
+}
+
+// waitDelayOffsets waits until GET_ALL_DELAY_OFFSET reports want for each of its levels.
+func waitDelayOffsets(t *testing.T, g *group, want map[int32]int64) {
+	t.Helper()
+	harness.Eventually(t, readyTimeout, func() error {
+		got, err := g.delayOffsets()
+		if err != nil {
+			return err
+		}
+		for l, n := range want {
+			if got[l] != n {
+				return fmt.Errorf("delay offsets %v, want %v", got, want)
+			}
+		}
+		return nil
+	})
+}
+
+// readAllCopies reads every message stored in topic queue 0 with a fresh consumer group, keyed
+// by queue offset (so a consumer-side redelivery is not mistaken for a second stored copy).
+func readAllCopies(t *testing.T, g *group, topic string) map[int64]*primitive.MessageExt {
+	t.Helper()
+	total, err := g.maxOffset(topic, 0)
+	require.NoError(t, err)
+	var mu sync.Mutex
+	copies := map[int64]*primitive.MessageExt{}
+	stop := startConsumer(t, g, "cg-count-"+topic, topic, func(_ context.Context, msgs ...*primitive.MessageExt) (consumer.ConsumeResult, error) {
+		mu.Lock()
+		defer mu.Unlock()
+		for _, m := range msgs {
+			copies[m.QueueOffset] = m
+		}
+		return consumer.ConsumeSuccess, nil
+	})
+	harness.Eventually(t, readyTimeout, func() error {
+		mu.Lock()
+		defer mu.Unlock()
+		if int64(len(copies)) < total {
+			return fmt.Errorf("read %d of %d stored copies", len(copies), total)
+		}
+		return nil
+	})
+	stop()
+	mu.Lock()
+	defer mu.Unlock()
+	return maps.Clone(copies)
 }
 
 // writeAllowance is how long before delayOffset.json's modification time its snapshot may have

@@ -11,5 +11,6 @@
 //     message lands in %DLQ%<group> with its original id and topic in properties;
 //   - a master killed with -9 while delayed messages are pending delivers every one after the
 //     restart; the copies delivered twice are exactly the deliveries after the last
-//     delayOffset.json write, within the bound documented in package schedule.
+//     delayOffset.json write, within the bound documented in package schedule;
+//   - a master stopped cleanly while delayed messages are pending delivers each exactly once.
 package delaytest
