@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/rmqha/rmqha/libs/broker/route"
 	"github.com/rmqha/rmqha/libs/remoting"
 	"github.com/rmqha/rmqha/tools/harness"
 	"github.com/sirupsen/logrus"
@@ -343,7 +344,11 @@ func (g *Group) Route(topic string) (*Route, error) {
 		return nil, fmt.Errorf("%w: route of %s: code %d %s", ErrNotReady, topic, resp.Code, resp.Remark)
 	}
 	var r Route
-	if err := json.Unmarshal(quoteIntKeys(resp.Body), &r); err != nil {
+	body, err := route.Lenient(resp.Body)
+	if err == nil {
+		err = json.Unmarshal(body, &r)
+	}
+	if err != nil {
 		return nil, fmt.Errorf("route of %s: %w: %s", topic, err, resp.Body)
 	}
 	return &r, nil
@@ -441,45 +446,6 @@ func (g *Group) Logs(n int64) string {
 	}
 	sort.Strings(parts)
 	return strings.Join(parts, "\n")
-}
-
-// quoteIntKeys turns the unquoted integer map keys RocketMQ name servers may write
-// ({0:"a:1"}) into JSON ({"0":"a:1"}).
-func quoteIntKeys(b []byte) []byte {
-	out := make([]byte, 0, len(b)+16)
-	inStr, esc := false, false
-	for i := 0; i < len(b); i++ {
-		c := b[i]
-		out = append(out, c)
-		if inStr {
-			switch {
-			case esc:
-				esc = false
-			case c == '\\':
-				esc = true
-			case c == '"':
-				inStr = false
-			}
-			continue
-		}
-		if c == '"' {
-			inStr = true
-			continue
-		}
-		if c == '{' || c == ',' {
-			j := i + 1
-			for j < len(b) && (b[j] == '-' || (b[j] >= '0' && b[j] <= '9')) {
-				j++
-			}
-			if j > i+1 && j < len(b) && b[j] == ':' {
-				out = append(out, '"')
-				out = append(out, b[i+1:j]...)
-				out = append(out, '"')
-				i = j - 1
-			}
-		}
-	}
-	return out
 }
 
 func quietLogger() logrus.FieldLogger {

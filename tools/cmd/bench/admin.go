@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"time"
 
+	broute "github.com/rmqha/rmqha/libs/broker/route"
 	"github.com/rmqha/rmqha/libs/remoting"
 	"github.com/sirupsen/logrus"
 )
@@ -72,7 +73,11 @@ func (a *admin) route(ctx context.Context, topic string) (r *route, found bool, 
 			return nil, false, fmt.Errorf("route of %s from %s: code %d %s", topic, ns, resp.Code, resp.Remark)
 		}
 		var rj routeJSON
-		if e := json.Unmarshal(quoteIntKeys(resp.Body), &rj); e != nil {
+		body, e := broute.Lenient(resp.Body)
+		if e == nil {
+			e = json.Unmarshal(body, &rj)
+		}
+		if e != nil {
 			return nil, false, fmt.Errorf("route of %s: %w", topic, e)
 		}
 		return rj.build(), true, nil
@@ -158,42 +163,4 @@ func (a *admin) ensureTopic(ctx context.Context, topic string, n int) (*route, e
 		case <-time.After(100 * time.Millisecond):
 		}
 	}
-}
-
-// quoteIntKeys turns unquoted integer map keys ({0:"a"}) into JSON ({"0":"a"}).
-func quoteIntKeys(b []byte) []byte {
-	out := make([]byte, 0, len(b)+16)
-	inStr, esc := false, false
-	for i := 0; i < len(b); i++ {
-		c := b[i]
-		out = append(out, c)
-		if inStr {
-			switch {
-			case esc:
-				esc = false
-			case c == '\\':
-				esc = true
-			case c == '"':
-				inStr = false
-			}
-			continue
-		}
-		if c == '"' {
-			inStr = true
-			continue
-		}
-		if c == '{' || c == ',' {
-			j := i + 1
-			for j < len(b) && (b[j] == '-' || (b[j] >= '0' && b[j] <= '9')) {
-				j++
-			}
-			if j > i+1 && j < len(b) && b[j] == ':' {
-				out = append(out, '"')
-				out = append(out, b[i+1:j]...)
-				out = append(out, '"')
-				i = j - 1
-			}
-		}
-	}
-	return out
 }
