@@ -42,6 +42,7 @@ type Broker struct {
 	locks   *queueLocks
 	httpSrv *httpServer
 	metrics *brokerMetrics
+	role    roleState // in-process role switching (role.go)
 
 	// Claim watch (metrics.go): warnings when the configuration cannot deliver what it claims.
 	syncClaim, replClaim                claimWatch

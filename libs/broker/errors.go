@@ -13,4 +13,6 @@ var (
 	ErrBadRequest = errors.New("broker: bad request")
 	// ErrBadBatch is returned when a SEND_BATCH_MESSAGE body is not a valid batch.
 	ErrBadBatch = errors.New("broker: malformed batch body")
+	// ErrRoleSwitch is returned by Promote and Demote when the switch cannot be made.
+	ErrRoleSwitch = errors.New("broker: role switch failed")
 )

@@ -188,6 +188,8 @@ func (b *Broker) refuseWrite(w remoting.ResponseWriter, req *remoting.Command) b
 		b.reply(w, req, remoting.ServiceNotAvailable, "slave is read-only: send to the master (brokerId 0) of "+b.cfg.BrokerName)
 	case !b.running():
 		b.reply(w, req, remoting.ServiceNotAvailable, "broker is shutting down")
+	case b.role.fenced.Load():
+		b.reply(w, req, remoting.ServiceNotAvailable, "writes fenced: "+b.fenceText())
 	case b.store.Err() != nil:
 		b.reply(w, req, remoting.ServiceNotAvailable, "store is read-only: "+b.store.Err().Error())
 	default:

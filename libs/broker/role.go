@@ -1,0 +1,414 @@
+package broker
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/rmqha/rmqha/libs/broker/schedule"
+	"github.com/rmqha/rmqha/libs/hawire"
+	"github.com/rmqha/rmqha/libs/remoting"
+	"github.com/sirupsen/logrus"
+)
+
+// roleState is what in-process role switching (Promote, Demote) keeps beside the broker.
+//
+// Switching replaces b.master, b.slave and b.delay under mu; request handlers read those
+// fields without a lock, so a switch never sets one of them to nil: a demoted master's closed
+// hawire.Master (and a promoted slave's closed hawire.Slave) stays in place until a new one
+// replaces it. Writes are fenced (refused) for the whole switch.
+type roleState struct {
+	mu            sync.Mutex
+	fenced        atomic.Bool
+	fenceReason   atomic.Value // string
+	masterRole    string
+	slaveID       int64
+	beforePromote func(ctx context.Context) error
+	delayHooked   bool
+	delayCur      atomic.Pointer[schedule.Service]
+	switches      atomic.Int64
+	slaveClosed   bool // a failed promotion stopped the HA slave
+}
+
+// promoteDispatchWait bounds how long Promote waits for the dispatcher when ctx has no deadline.
+const promoteDispatchWait = 10 * time.Second
+
+// PromotionConfig configures what Promote turns a slave into.
+type PromotionConfig struct {
+	// MasterRole is SYNC_MASTER or ASYNC_MASTER. Default SYNC_MASTER.
+	MasterRole string
+	// SlaveID is the brokerId taken on Demote by a broker that started as a master. Default:
+	// the configured brokerId of a slave, 1 for a master.
+	SlaveID int64
+	// BeforePromote runs after the HA slave stopped and before the broker becomes master (the
+	// metadata follower's SyncNow). An error is logged; promotion continues with what the
+	// tables hold.
+	BeforePromote func(ctx context.Context) error
+}
+
+// SetPromotion configures Promote and Demote; call it before the first switch.
+func (b *Broker) SetPromotion(p PromotionConfig) {
+	b.role.mu.Lock()
+	defer b.role.mu.Unlock()
+	b.role.masterRole = p.MasterRole
+	b.role.slaveID = p.SlaveID
+	b.role.beforePromote = p.BeforePromote
+}
+
+// Role is the broker's current role: ASYNC_MASTER, SYNC_MASTER or SLAVE.
+func (b *Broker) Role() string {
+	b.role.mu.Lock()
+	defer b.role.mu.Unlock()
+	return b.cfg.BrokerRole
+}
+
+// Epoch is the HA epoch the broker registers with (its master epoch, or the last epoch it
+// replicated as a slave).
+func (b *Broker) Epoch() int64 {
+	b.role.mu.Lock()
+	defer b.role.mu.Unlock()
+	return b.epoch()
+}
+
+// FenceWrites makes every write request fail with SERVICE_NOT_AVAILABLE until UnfenceWrites:
+// a master that may no longer hold its lease stops acknowledging at once.
+func (b *Broker) FenceWrites(reason string) {
+	b.role.fenceReason.Store(reason)
+	if !b.role.fenced.Swap(true) {
+		b.log.WithField("reason", reason).Warn("writes fenced")
+	}
+}
+
+// UnfenceWrites lets writes through again (a master that renewed its lease).
+func (b *Broker) UnfenceWrites() {
+	if b.role.fenced.Swap(false) {
+		b.log.Info("writes unfenced")
+	}
+}
+
+// WritesFenced reports whether writes are fenced.
+func (b *Broker) WritesFenced() bool { return b.role.fenced.Load() }
+
+func (b *Broker) fenceText() string {
+	if s, _ := b.role.fenceReason.Load().(string); s != "" {
+		return s
+	}
+	return "role switch in progress"
+}
+
+func (b *Broker) promotionRole() string {
+	if r := b.role.masterRole; r == RoleAsyncMaster || r == RoleSyncMaster {
+		return r
+	}
+	return RoleSyncMaster
+}
+
+func (b *Broker) demotionID() int64 {
+	if b.role.slaveID > 0 {
+		return b.role.slaveID
+	}
+	return 1
+}
+
+// Promote turns a running slave into the group's master in this process: writes stay fenced
+// while it stops the HA slave, waits until the dispatcher has indexed everything replicated,
+// runs BeforePromote (metadata), starts a new epoch of at least epoch (recorded in the epoch
+// file before anything is served), starts the HA master on haListenPort and delay delivery,
+// registers as brokerId 0 with every name server, and only then accepts writes. It returns the
+// epoch it serves. Promoting a master returns its epoch.
+func (b *Broker) Promote(ctx context.Context, epoch int64) (int64, error) {
+	b.role.mu.Lock()
+	defer b.role.mu.Unlock()
+	if !b.running() {
+		return 0, ErrClosed
+	}
+	if b.cfg.IsMaster() {
+		if !b.role.fenced.Load() {
+			return b.master.Epoch(), nil
+		}
+		return 0, fmt.Errorf("%w: master is fenced; demote it first", ErrRoleSwitch)
+	}
+	mcfg := b.cfg
+	mcfg.BrokerRole, mcfg.BrokerID, mcfg.HAMasterAddress = b.promotionRole(), 0, ""
+	if err := mcfg.Validate(); err != nil {
+		return 0, fmt.Errorf("%w: %w", ErrRoleSwitch, err)
+	}
+	start := b.now()
+	b.role.fenceReason.Store("role switch in progress")
+	b.role.fenced.Store(true)
+	if b.role.slaveID == 0 {
+		b.role.slaveID = b.cfg.BrokerID
+	}
+	log := b.log.WithField("epochWanted", epoch)
+	log.Warn("promoting to master")
+
+	// 1. Stop replicating: nothing more is appended from the old master.
+	if b.slave != nil {
+		_ = b.slave.Close()
+		b.role.slaveClosed = true
+	}
+	// 2. Everything replicated is indexed before queues are served as a master's.
+	max := b.store.MaxOffset()
+	deadline, ok := ctx.Deadline()
+	if !ok {
+		deadline = time.Now().Add(promoteDispatchWait)
+	}
+	if err := b.store.WaitDispatched(max, deadline); err != nil {
+		return 0, b.promoteFailed(fmt.Errorf("%w: dispatcher behind: %w", ErrRoleSwitch, err))
+	}
+	// 3. Metadata (topics, groups, consumer and delay offsets) as fresh as metasync has it.
+	if hook := b.role.beforePromote; hook != nil {
+		if err := hook(ctx); err != nil {
+			log.WithError(err).Warn("metadata sync before promotion failed; serving the tables as they are")
+		}
+	}
+	// 4. The new epoch, recorded before the HA master serves it.
+	if err := prepareEpoch(b.cfg.StorePathRootDir, epoch, max); err != nil {
+		return 0, b.promoteFailed(fmt.Errorf("%w: epoch file: %w", ErrRoleSwitch, err))
+	}
+	m, haAddr, err := b.newHAMaster(mcfg)
+	if err != nil {
+		return 0, b.promoteFailed(fmt.Errorf("%w: %w", ErrRoleSwitch, err))
+	}
+	// 5. Delay delivery (masters only).
+	d, err := b.newDelayService()
+	if err != nil {
+		_ = m.Close()
+		return 0, b.promoteFailed(fmt.Errorf("%w: %w", ErrRoleSwitch, err))
+	}
+	oldID := b.cfg.BrokerID
+	b.master, b.haServerAddr = m, haAddr
+	b.cfg.BrokerRole, b.cfg.BrokerID = mcfg.BrokerRole, 0
+	if d != nil {
+		b.delay = d
+		b.role.delayCur.Store(d)
+		if err := d.Start(); err != nil {
+			log.WithError(err).Error("delay delivery not started")
+		}
+	}
+	// 6. Name servers: the slave entry goes, the master entry comes.
+	b.unregisterID(ctx, oldID)
+	b.registerAll()
+	b.role.switches.Add(1)
+	// 7. Writes.
+	b.role.fenced.Store(false)
+	log.WithFields(logrus.Fields{"epoch": m.Epoch(), "maxOffset": max, "haServerAddr": haAddr,
+		"took": b.now().Sub(start).String()}).Warn("promoted to master")
+	return m.Epoch(), nil
+}
+
+// promoteFailed leaves a broker whose promotion failed a fenced slave without replication;
+// Demote starts replication again.
+func (b *Broker) promoteFailed(err error) error {
+	b.log.WithError(err).Error("promotion failed")
+	return err
+}
+
+// Demote turns the master into a slave in this process: writes are fenced first, delay
+// delivery stops, the HA master refuses its slaves (NOT_MASTER) and closes, and an HA slave
+// starts that follows the master found through discovery (name-server answers, FollowMaster);
+// a divergent tail is truncated by the slave's handshake. It re-registers with the name
+// servers under the slave brokerId. Demoting a slave (re)starts its replication if it is not
+// running.
+func (b *Broker) Demote(ctx context.Context) error {
+	b.role.mu.Lock()
+	defer b.role.mu.Unlock()
+	if !b.running() {
+		return ErrClosed
+	}
+	b.role.fenceReason.Store("demoted: not the master")
+	b.role.fenced.Store(true)
+	wasMaster := b.cfg.IsMaster()
+	if wasMaster {
+		b.log.Warn("demoting to slave")
+		if b.role.masterRole == "" {
+			b.role.masterRole = b.cfg.BrokerRole
+		}
+		if d := b.role.delayCur.Swap(nil); d != nil {
+			_ = d.Stop()
+		} else if b.delay != nil {
+			_ = b.delay.Stop()
+		}
+		if b.master != nil {
+			b.master.Demote()
+			_ = b.master.Close()
+		}
+		b.quiesceAppends()
+	}
+	scfg := b.cfg
+	scfg.BrokerRole, scfg.BrokerID = RoleSlave, b.demotionID()
+	if wasMaster || b.slaveStopped() {
+		if b.disc == nil || (wasMaster && b.disc.static) {
+			// A static haMasterAddress named the master this broker followed before it was
+			// promoted; after a switch the master is whoever discovery says.
+			b.disc = newRegDiscovery("")
+		}
+		s, err := b.newHASlave(scfg)
+		if err != nil {
+			return fmt.Errorf("%w: %w", ErrRoleSwitch, err)
+		}
+		b.slave = s
+		b.role.slaveClosed = false
+	}
+	if wasMaster {
+		oldID := b.cfg.BrokerID
+		b.cfg.BrokerRole, b.cfg.BrokerID = RoleSlave, scfg.BrokerID
+		b.haServerAddr = ""
+		b.unregisterID(ctx, oldID)
+		b.registerAll()
+		b.role.switches.Add(1)
+		b.log.Warn("demoted to slave")
+	}
+	return nil
+}
+
+// demoteQuiet is how long the log must stay still after writes were fenced before an HA
+// slave may append to it: a send that passed the fence check just before it was raised appends
+// within microseconds, and the HA slave must never interleave with it.
+const demoteQuiet = 50 * time.Millisecond
+
+// quiesceAppends waits (at most a second) until MaxOffset did not move for demoteQuiet.
+func (b *Broker) quiesceAppends() {
+	last := b.store.MaxOffset()
+	t := time.NewTicker(demoteQuiet)
+	defer t.Stop()
+	for i := 0; i < 20; i++ {
+		<-t.C
+		cur := b.store.MaxOffset()
+		if cur == last {
+			return
+		}
+		last = cur
+	}
+}
+
+// RoleSwitches counts completed promotions and demotions.
+func (b *Broker) RoleSwitches() int64 { return b.role.switches.Load() }
+
+// slaveStopped reports whether the slave's HA replication was stopped by a failed promotion.
+func (b *Broker) slaveStopped() bool { return b.slave == nil || b.role.slaveClosed }
+
+func (b *Broker) newHAMaster(cfg Config) (*hawire.Master, string, error) {
+	mc := hawire.DefaultMasterConfig()
+	mc.ListenAddr = net.JoinHostPort(cfg.BindAddress, strconv.Itoa(cfg.EffectiveHAListenPort()))
+	mc.ClusterName, mc.BrokerName = cfg.BrokerClusterName, cfg.BrokerName
+	mc.Secret = cfg.HASecret
+	mc.TransferBatchSize = cfg.HATransferBatchSize
+	mc.HousekeepingInterval = cfg.HAHousekeepingInterval
+	mc.HeartbeatInterval = cfg.HASendHeartbeatInterval
+	mc.MaxGapNotInSync = cfg.HAMaxGapNotInSync
+	mc.InSyncReplicas = cfg.InSyncReplicas
+	mc.MinInSyncReplicas = cfg.MinInSyncReplicas
+	mc.SlaveTimeout = cfg.SlaveTimeout
+	mc.EpochDir = cfg.StorePathRootDir
+	mc.Logger = b.log.WithField("component", "ha")
+	mc.Now = b.now
+	m, err := hawire.NewMaster(mc, b.store)
+	if err != nil {
+		return nil, "", fmt.Errorf("HA master: %w", err)
+	}
+	if err := m.Start(); err != nil {
+		return nil, "", fmt.Errorf("HA master listen: %w", err)
+	}
+	haPort := m.Addr().(*net.TCPAddr).Port
+	return m, net.JoinHostPort(cfg.BrokerIP2, strconv.Itoa(haPort)), nil
+}
+
+func (b *Broker) newHASlave(cfg Config) (*hawire.Slave, error) {
+	sc := hawire.DefaultSlaveConfig()
+	sc.ClusterName, sc.BrokerName, sc.BrokerID = cfg.BrokerClusterName, cfg.BrokerName, cfg.BrokerID
+	sc.Secret = cfg.HASecret
+	sc.HeartbeatInterval = cfg.HASendHeartbeatInterval
+	sc.HousekeepingInterval = cfg.HAHousekeepingInterval
+	sc.EpochDir = cfg.StorePathRootDir
+	sc.Logger = b.log.WithField("component", "ha")
+	sc.Now = b.now
+	s, err := hawire.NewSlave(sc, b.store, b.disc)
+	if err != nil {
+		return nil, fmt.Errorf("HA slave: %w", err)
+	}
+	if err := s.Start(); err != nil {
+		return nil, fmt.Errorf("HA slave start: %w", err)
+	}
+	return s, nil
+}
+
+// newDelayService builds a delay-delivery service; the store's dispatch hook is registered
+// once and forwards to the current service.
+func (b *Broker) newDelayService() (*schedule.Service, error) {
+	dc := schedule.DefaultConfig()
+	dc.Levels = b.levels
+	dc.Logger = b.log.WithField("component", "schedule")
+	dc.Now = b.now
+	d, err := schedule.New(dc, b.store, b.tables.Delay, storePutter{b.store})
+	if err != nil {
+		return nil, fmt.Errorf("delay service: %w", err)
+	}
+	if !b.role.delayHooked {
+		b.role.delayHooked = true
+		b.store.OnDispatch(func(topic string, queueID int32, max int64) {
+			if cur := b.role.delayCur.Load(); cur != nil {
+				cur.OnDispatch(topic, queueID, max)
+			}
+		})
+	}
+	return d, nil
+}
+
+// prepareEpoch makes the next hawire.NewMaster start epoch (at least) wanted: NewMaster starts
+// last+1 and replaces an empty last epoch, so an empty placeholder wanted-1 at the log's end
+// yields exactly wanted when wanted is ahead of the file.
+func prepareEpoch(dir string, wanted, max int64) error {
+	entries, err := hawire.LoadEpochFile(dir)
+	if err != nil {
+		return err
+	}
+	hist, err := hawire.NewEpochHistory(entries)
+	if err != nil {
+		return err
+	}
+	hist.TruncateTo(max + 1)
+	last, ok := hist.Last()
+	if wanted <= 1 || (ok && wanted <= last.Epoch+1) {
+		return nil
+	}
+	if ok && last.StartOffset == max {
+		// An empty last epoch would be replaced by NewMaster; lift it instead.
+		entries = hist.Entries()
+		entries[len(entries)-1].Epoch = wanted - 1
+		return hawire.SaveEpochFile(dir, entries)
+	}
+	if err := hist.Append(hawire.EpochEntry{Epoch: wanted - 1, StartOffset: max}); err != nil {
+		return err
+	}
+	return hawire.SaveEpochFile(dir, hist.Entries())
+}
+
+// unregisterID removes the broker's entry under brokerId id from every name server (after a
+// role switch changed the id).
+func (b *Broker) unregisterID(ctx context.Context, id int64) {
+	if len(b.cfg.NamesrvAddrs()) == 0 || b.brokerAddr == "" {
+		return
+	}
+	ext := map[string]string{
+		"brokerName": b.cfg.BrokerName, "brokerAddr": b.brokerAddr,
+		"clusterName": b.cfg.BrokerClusterName, "brokerId": strconv.FormatInt(id, 10),
+	}
+	var wg sync.WaitGroup
+	for _, ns := range b.cfg.NamesrvAddrs() {
+		wg.Add(1)
+		go func(ns string) {
+			defer wg.Done()
+			cctx, cancel := context.WithTimeout(ctx, 3*time.Second)
+			defer cancel()
+			if _, err := b.nsCli.Invoke(cctx, ns, remoting.NewRequest(remoting.UnregisterBroker, ext, nil)); err != nil {
+				b.log.WithError(err).WithField("namesrv", ns).Warn("unregister after role switch failed")
+			}
+		}(ns)
+	}
+	wg.Wait()
+}
