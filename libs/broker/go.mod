@@ -3,6 +3,7 @@ module github.com/rmqha/rmqha/libs/broker
 go 1.26.0
 
 require (
+	github.com/hashicorp/consul/api v1.34.0
 	github.com/prometheus/client_golang v1.25.0
 	github.com/rmqha/rmqha/libs/commitlog v0.0.0
 	github.com/rmqha/rmqha/libs/hawire v0.0.0
@@ -18,7 +19,6 @@ require (
 	github.com/cespare/xxhash/v2 v2.3.0 // indirect
 	github.com/fatih/color v1.16.0 // indirect
 	github.com/go-viper/mapstructure/v2 v2.4.0 // indirect
-	github.com/hashicorp/consul/api v1.34.0 // indirect
 	github.com/hashicorp/errwrap v1.1.0 // indirect
 	github.com/hashicorp/go-cleanhttp v0.5.2 // indirect
 	github.com/hashicorp/go-hclog v1.5.0 // indirect

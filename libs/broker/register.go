@@ -83,9 +83,16 @@ func (b *Broker) registerRequest() *remoting.Command {
 	}
 	// The status address lets the registry health-check a broker that is hung
 	// (a paused process still completes TCP handshakes, but answers no HTTP).
+	// It is advertised on brokerIP2, the address meant for the group's own
+	// machines (Consul agents), like the HA address; brokerIP1 is for clients
+	// and may not expose the status port (containers publish client ports only).
 	if h := b.HTTPAddr(); h != "" {
 		if _, port, err := net.SplitHostPort(h); err == nil {
-			if host, _, err := net.SplitHostPort(b.brokerAddr); err == nil {
+			host := b.cfg.BrokerIP2
+			if host == "" {
+				host, _, _ = net.SplitHostPort(b.brokerAddr)
+			}
+			if host != "" {
 				ext["httpAddr"] = net.JoinHostPort(host, port)
 			}
 		}
