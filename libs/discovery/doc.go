@@ -11,7 +11,8 @@
 //	  Meta   cluster, brokerName, brokerId, epoch, addr, haAddr, httpAddr
 //	  Checks "ttl"  passes on every REGISTER_BROKER, critical after the broker
 //	                stops registering for brokerChannelExpiredTime
-//	         "http" the agent GETs http://<httpAddr>/status every 2 s (critical
+//	         "http" the agent GETs http://<httpAddr>/status every 2 s (httpAddr
+//	                is brokerIP2:httpPort, the address for the group itself; critical
 //	                when the process stops answering: killed, hung or paused,
 //	                within about 3 s); "tcp", a dial of the client address,
 //	                instead when the broker serves no status port
