@@ -133,6 +133,23 @@ type Config struct {
 	LogLevel string `prop:"logLevel"`
 	// LogFormat is text or json (used by the services). Default "text".
 	LogFormat string `prop:"logFormat"`
+	// EnableFailover turns on automatic failover through Consul (CONSUL_HTTP_ADDR): every node
+	// of the group starts as SLAVE (brokerId = its node id) and the election promotes one.
+	// Default false.
+	EnableFailover bool `prop:"enableFailover"`
+	// FailoverMasterRole is the role a promoted node takes: SYNC_MASTER or ASYNC_MASTER.
+	// Default SYNC_MASTER.
+	FailoverMasterRole string `prop:"failoverMasterRole"`
+	// FailoverLeaseTTL is the TTL of the node's Consul check that keeps its session (and the
+	// master's lock) alive: shorter fails over sooner but fences on shorter Consul hiccups.
+	// Default 2s.
+	FailoverLeaseTTL time.Duration `prop:"failoverLeaseTtl,ms"`
+	// FailoverSafetyMargin: a master that could not renew its lease fences writes this long
+	// before the lease can have ended. Default 600ms.
+	FailoverSafetyMargin time.Duration `prop:"failoverSafetyMargin,ms"`
+	// UncleanFailover lets a slave outside the published in-sync set take over (acknowledged
+	// messages may be lost; logged). Default false.
+	UncleanFailover bool `prop:"uncleanFailover"`
 
 	// ClientExpiry drops a client connection silent for this long. Default 120s. Not a property.
 	ClientExpiry time.Duration
@@ -180,6 +197,9 @@ func DefaultConfig() Config {
 		MetricsEnable:                 true,
 		LogLevel:                      "info",
 		LogFormat:                     "text",
+		FailoverMasterRole:            RoleSyncMaster,
+		FailoverLeaseTTL:              2 * time.Second,
+		FailoverSafetyMargin:          600 * time.Millisecond,
 		ClientExpiry:                  120 * time.Second,
 		OffsetPersistInterval:         5 * time.Second,
 	}
@@ -206,6 +226,9 @@ func (c Config) Validate() error {
 		}
 	default:
 		return bad("brokerRole", "%q is not ASYNC_MASTER, SYNC_MASTER or SLAVE", c.BrokerRole)
+	}
+	if err := c.validateFailover(bad); err != nil {
+		return err
 	}
 	if c.BrokerClusterName == "" {
 		return bad("brokerClusterName", "empty")

@@ -32,6 +32,7 @@ type roleState struct {
 	delayCur      atomic.Pointer[schedule.Service]
 	switches      atomic.Int64
 	slaveClosed   bool // a failed promotion stopped the HA slave
+	status        atomic.Pointer[func() any]
 }
 
 // promoteDispatchWait bounds how long Promote waits for the dispatcher when ctx has no deadline.
@@ -50,13 +51,16 @@ type PromotionConfig struct {
 	BeforePromote func(ctx context.Context) error
 }
 
-// SetPromotion configures Promote and Demote; call it before the first switch.
+// SetPromotion configures Promote and Demote; call it before the first switch. A nil
+// BeforePromote keeps the hook set by SetBeforePromote.
 func (b *Broker) SetPromotion(p PromotionConfig) {
 	b.role.mu.Lock()
 	defer b.role.mu.Unlock()
 	b.role.masterRole = p.MasterRole
 	b.role.slaveID = p.SlaveID
-	b.role.beforePromote = p.BeforePromote
+	if p.BeforePromote != nil {
+		b.role.beforePromote = p.BeforePromote
+	}
 }
 
 // Role is the broker's current role: ASYNC_MASTER, SYNC_MASTER or SLAVE.
@@ -411,4 +415,88 @@ func (b *Broker) unregisterID(ctx context.Context, id int64) {
 		}(ns)
 	}
 	wg.Wait()
+}
+
+// SetBeforePromote sets the hook Promote runs before the broker becomes master (the metadata
+// follower's SyncNow), keeping the rest of the promotion configuration.
+func (b *Broker) SetBeforePromote(fn func(ctx context.Context) error) {
+	b.role.mu.Lock()
+	defer b.role.mu.Unlock()
+	b.role.beforePromote = fn
+}
+
+// InSyncSlaves lists the brokerIds of the slaves the HA master counts in sync (none on a
+// slave).
+func (b *Broker) InSyncSlaves() []int64 {
+	b.role.mu.Lock()
+	defer b.role.mu.Unlock()
+	if !b.cfg.IsMaster() || b.master == nil {
+		return nil
+	}
+	var out []int64
+	for _, s := range b.master.Status().Slaves {
+		if s.InSync && s.Streaming {
+			out = append(out, s.BrokerID)
+		}
+	}
+	return out
+}
+
+// SlaveCaughtUp reports whether the slave with brokerId id acknowledged everything the
+// master's log holds (a graceful switchover waits for it with writes fenced).
+func (b *Broker) SlaveCaughtUp(id int64) bool {
+	b.role.mu.Lock()
+	defer b.role.mu.Unlock()
+	if !b.cfg.IsMaster() || b.master == nil {
+		return false
+	}
+	max := b.store.MaxOffset()
+	for _, s := range b.master.Status().Slaves {
+		if s.BrokerID == id && s.Streaming && s.AckOffset >= max {
+			return true
+		}
+	}
+	return false
+}
+
+// LearnMaster tells a slave where its master's HA port is (the failover lock's holder).
+func (b *Broker) LearnMaster(haAddr string) {
+	b.role.mu.Lock()
+	d := b.disc
+	b.role.mu.Unlock()
+	if d != nil && haAddr != "" {
+		d.learn(haAddr)
+	}
+}
+
+// HAServerAddr is the HA address advertised while the broker is master ("" as a slave).
+func (b *Broker) HAServerAddr() string {
+	b.role.mu.Lock()
+	defer b.role.mu.Unlock()
+	return b.haServerAddr
+}
+
+// IsMaster reports whether the broker currently serves as master.
+func (b *Broker) IsMaster() bool {
+	b.role.mu.Lock()
+	defer b.role.mu.Unlock()
+	return b.cfg.IsMaster()
+}
+
+// SetFailoverStatus adds the election's view (epoch, lock holder, in-sync set) to Status.
+func (b *Broker) SetFailoverStatus(fn func() any) { b.role.status.Store(&fn) }
+
+// roleStatus completes Status after a role switch: the replaced HA side is not reported.
+func (b *Broker) roleStatus(st *Status) {
+	st.WritesFenced = b.role.fenced.Load()
+	if b.role.switches.Load() > 0 || b.role.slaveClosed {
+		if b.cfg.IsMaster() {
+			st.HASlave = nil
+		} else {
+			st.HAMaster = nil
+		}
+	}
+	if fn := b.role.status.Load(); fn != nil {
+		st.Failover = (*fn)()
+	}
 }

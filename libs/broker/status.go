@@ -39,6 +39,9 @@ type Status struct {
 	MasterAddr       string               `json:"masterAddr,omitempty"`
 	HAMaster         *hawire.MasterStatus `json:"haMaster,omitempty"`
 	HASlave          *hawire.SlaveStatus  `json:"haSlave,omitempty"`
+	// WritesFenced and Failover: see role.go (automatic failover).
+	WritesFenced bool `json:"writesFenced,omitempty"`
+	Failover     any  `json:"failover,omitempty"`
 }
 
 // Status reports role, identity, store offsets and replication state.
@@ -75,6 +78,7 @@ func (b *Broker) Status() Status {
 		ss := b.slave.Status()
 		st.HASlave = &ss
 	}
+	b.roleStatus(&st)
 	return st
 }
 

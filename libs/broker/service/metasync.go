@@ -84,6 +84,7 @@ func startMetaSync(ctx context.Context, b *broker.Broker, cfg broker.Config, env
 		}
 		return func() {}
 	}
+	b.SetBeforePromote(f.SyncNow) // a promoted slave applies the newest metadata first
 	l.WithFields(logrus.Fields{"nats": natsURL, "metasync": cfg.MetasyncAddrs}).Info("following the master's metadata")
 	return func() {
 		_ = f.Close()

@@ -61,6 +61,10 @@ func Main(o Options, args, environ []string, stderr io.Writer) int {
 	log := base.WithFields(logrus.Fields{
 		"service": o.Program, "cluster": cfg.BrokerClusterName, "broker": cfg.BrokerName, "brokerId": cfg.BrokerID,
 	})
+	if err := checkFailover(cfg); err != nil {
+		log.WithError(err).Error("refusing to start")
+		return 2
+	}
 	if o.CheckRole != nil {
 		if err := o.CheckRole(cfg); err != nil {
 			log.WithError(err).Error("refusing to start")
@@ -104,8 +108,15 @@ func Main(o Options, args, environ []string, stderr io.Writer) int {
 	followConsul(ctx, b, eff, environ, log)
 	stopMeta := startMetaSync(ctx, b, eff, environ, log)
 	defer stopMeta()
+	stopFailover, err := startFailover(ctx, b, eff, environ, log)
+	if err != nil {
+		log.WithError(err).Error("automatic failover not started")
+		_ = b.Shutdown(context.Background())
+		return 2
+	}
 	<-ctx.Done()
 	log.Info("signal received, shutting down")
+	stopFailover()
 	timeout := o.ShutdownTimeout
 	if timeout <= 0 {
 		timeout = 30 * time.Second
