@@ -198,7 +198,7 @@ func waitSendOK(t testing.TB, l *ledger, p rocketmq.Producer, topic, prefix stri
 	for i := 0; ; i++ {
 		st, _, err := l.send(p, topic, prefix+"-"+strconv.Itoa(i))
 		if err == nil && st == primitive.SendOK {
-			t.Logf("SEND_OK again after %s (%d sends)", time.Since(start).Round(100*time.Millisecond), i+1)
+			t.Logf("%s: SEND_OK after %s (%d sends)", prefix, time.Since(start).Round(100*time.Millisecond), i+1)
 			return
 		}
 		if err != nil {

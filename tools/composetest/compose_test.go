@@ -71,6 +71,8 @@ func TestCompose(t *testing.T) {
 	led := newLedger()
 	p := newProducer(t, g.namesrv(), "compose-p1-"+run)
 	defer p.Shutdown()
+	// Healthy is not yet registered: the first send waits for the route to the master.
+	waitSendOK(t, led, p, topic, "first-"+run)
 	var batchA []string
 	for i := 0; i < 100; i++ {
 		body := fmt.Sprintf("a-%s-%d", run, i)
