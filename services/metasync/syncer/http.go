@@ -6,6 +6,7 @@ import (
 	"sort"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"github.com/rmqha/rmqha/libs/metasync"
 )
 
@@ -16,11 +17,13 @@ import (
 //	GET /health                                   200 {"status":"ok",...}
 //	GET /status                                   per broker and table: version at the
 //	    master, at metasync and at each reporting slave, age of the last successful sync
+//	GET /metrics                                  the same in Prometheus form, plus Go runtime metrics
 func (s *Service) Handler() http.Handler {
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /snapshot/{cluster}/{broker}/{table}", s.handleSnapshot)
 	mux.HandleFunc("GET /health", s.handleHealth)
 	mux.HandleFunc("GET /status", s.handleStatus)
+	mux.Handle("GET /metrics", promhttp.HandlerFor(newMetricsRegistry(s), promhttp.HandlerOpts{}))
 	return mux
 }
 

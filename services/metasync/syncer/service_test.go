@@ -3,6 +3,7 @@ package syncer
 import (
 	"context"
 	"encoding/json"
+	"io"
 	"math/rand/v2"
 	"net/http"
 	"testing"
@@ -53,6 +54,19 @@ func TestTopicConvergence(t *testing.T) {
 		ds = append(ds, time.Since(start))
 	}
 	t.Logf("topic create + master doorbell -> applied on slave: %s", distribution(ds))
+
+	// /metrics shows the versions held by master and metasync, and the sync age.
+	resp, err := http.Get(svc.URL() + "/metrics")
+	require.NoError(t, err)
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	text := string(body)
+	require.Contains(t, text, "rmqha_metasync_nats_connected 1")
+	require.Contains(t, text, `rmqha_metasync_group_owned{broker="`+broker+`",cluster="`+cluster+`"} 1`)
+	require.Regexp(t, `rmqha_metasync_table_version\{broker="`+broker+`",cluster="`+cluster+`",holder="master",table="`+string(metasync.TableTopics)+`"\} [1-9]`, text)
+	require.Regexp(t, `rmqha_metasync_table_version\{broker="`+broker+`",cluster="`+cluster+`",holder="metasync",table="`+string(metasync.TableTopics)+`"\} [1-9]`, text)
+	require.Contains(t, text, "rmqha_metasync_last_sync_age_seconds{")
+	require.Contains(t, text, "go_goroutines")
 }
 
 func TestDeletesAndOffsets(t *testing.T) {
