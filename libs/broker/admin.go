@@ -155,11 +155,19 @@ func (b *Broker) handleRuntimeInfo(w remoting.ResponseWriter, req *remoting.Comm
 		t["haEpoch"] = strconv.FormatInt(st.HAMaster.Epoch, 10)
 		t["haConfirmedOffset"] = strconv.FormatInt(st.HAMaster.Confirmed, 10)
 		t["haSlaveCount"] = strconv.Itoa(len(st.HAMaster.Slaves))
+		if js, err := json.Marshal(st.HAMaster.Slaves); err == nil {
+			t["haSlaves"] = string(js) // per slave: addr, id, ack offset, lag, in sync
+		}
 	}
 	if st.HASlave != nil {
 		t["haMasterAddr"] = st.HASlave.MasterAddr
 		t["haConnected"] = strconv.FormatBool(st.HASlave.Connected)
 		t["haLagBytes"] = strconv.FormatInt(st.HASlave.LagBytes, 10)
+		t["haLagSeconds"] = strconv.FormatFloat(st.HASlave.LagSeconds, 'f', 3, 64)
+		t["haState"] = st.HASlave.State
+	}
+	if h := b.statusAddr(); h != "" {
+		t["httpAddr"] = h
 	}
 	body := []byte(`{"table":`)
 	body = route.AppendStringMap(body, t)

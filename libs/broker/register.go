@@ -83,21 +83,33 @@ func (b *Broker) registerRequest() *remoting.Command {
 	}
 	// The status address lets the registry health-check a broker that is hung
 	// (a paused process still completes TCP handshakes, but answers no HTTP).
-	// It is advertised on brokerIP2, the address meant for the group's own
-	// machines (Consul agents), like the HA address; brokerIP1 is for clients
-	// and may not expose the status port (containers publish client ports only).
-	if h := b.HTTPAddr(); h != "" {
-		if _, port, err := net.SplitHostPort(h); err == nil {
-			host := b.cfg.BrokerIP2
-			if host == "" {
-				host, _, _ = net.SplitHostPort(b.brokerAddr)
-			}
-			if host != "" {
-				ext["httpAddr"] = net.JoinHostPort(host, port)
-			}
-		}
+	if h := b.statusAddr(); h != "" {
+		ext["httpAddr"] = h
 	}
 	return remoting.NewRequest(remoting.RegisterBroker, ext, body)
+}
+
+// statusAddr is the advertised address of the status HTTP server ("" when
+// off). It uses brokerIP2, the address meant for the group's own machines
+// (Consul agents, admin tools), like the HA address: brokerIP1 is for clients
+// and may not expose the status port (containers publish client ports only).
+func (b *Broker) statusAddr() string {
+	h := b.HTTPAddr()
+	if h == "" {
+		return ""
+	}
+	_, port, err := net.SplitHostPort(h)
+	if err != nil {
+		return ""
+	}
+	host := b.cfg.BrokerIP2
+	if host == "" {
+		host, _, _ = net.SplitHostPort(b.brokerAddr)
+	}
+	if host == "" {
+		return ""
+	}
+	return net.JoinHostPort(host, port)
 }
 
 // registerAll sends REGISTER_BROKER to every name server in parallel. A slave learns its
