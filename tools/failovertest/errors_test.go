@@ -1,0 +1,5 @@
+package failovertest
+
+import "errors"
+
+var errNotYet = errors.New("not yet")
