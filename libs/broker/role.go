@@ -35,6 +35,11 @@ type roleState struct {
 	status        atomic.Pointer[func() any]
 }
 
+// promoteSyncWait bounds the metadata sync before promotion: a slave that cannot reach
+// metasync or the old master promotes with the tables it has (they were following) rather
+// than leave the group without a master.
+const promoteSyncWait = 2 * time.Second
+
 // promoteDispatchWait bounds how long Promote waits for the dispatcher when ctx has no deadline.
 const promoteDispatchWait = 10 * time.Second
 
@@ -166,7 +171,10 @@ func (b *Broker) Promote(ctx context.Context, epoch int64) (int64, error) {
 	}
 	// 3. Metadata (topics, groups, consumer and delay offsets) as fresh as metasync has it.
 	if hook := b.role.beforePromote; hook != nil {
-		if err := hook(ctx); err != nil {
+		hctx, hcancel := context.WithTimeout(ctx, promoteSyncWait)
+		err := hook(hctx)
+		hcancel()
+		if err != nil {
 			log.WithError(err).Warn("metadata sync before promotion failed; serving the tables as they are")
 		}
 	}

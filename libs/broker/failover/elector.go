@@ -104,7 +104,6 @@ func (e *Elector) Status() Status {
 	s := e.st
 	s.InSync = slices.Clone(s.InSync)
 	e.stMu.Unlock()
-	s.Master = e.n.IsMaster()
 	s.Fenced = e.leaseFenced.Load()
 	if u := e.leaseUntil.Load(); u != 0 {
 		s.LeaseLeftMs = max(0, time.Unix(0, u).Sub(e.now()).Milliseconds())
@@ -372,6 +371,7 @@ func (e *Elector) tryTakeOver(ctx context.Context) {
 	e.stMu.Lock()
 	e.st.Epoch, e.st.InSync, e.st.Holder, e.st.HolderAddr = ep, pub.InSync, e.cfg.Node, e.cfg.Addr
 	e.st.Promotions++
+	e.st.Master = true
 	e.st.LastPromoteMs = took.Milliseconds()
 	e.stMu.Unlock()
 	e.log.WithFields(logrus.Fields{"epoch": ep, "took": took.String()}).Warn("took over as master")
@@ -410,6 +410,7 @@ func (e *Elector) stepDown(ctx context.Context, why string) {
 	e.published, e.pubIndex = nil, 0
 	e.stMu.Lock()
 	e.st.Demotions++
+	e.st.Master = false
 	e.stMu.Unlock()
 }
 

@@ -267,3 +267,38 @@ func TestConfigValidate(t *testing.T) {
 	bad.PassInterval = c.LeaseTTL
 	require.ErrorContains(t, bad.Validate(), "PassInterval")
 }
+
+func TestSwitchoverHelper(t *testing.T) {
+	g := newGroup(t, 2, nil)
+	g.step()
+	g.nodes[0].mu.Lock()
+	g.nodes[0].inSync, g.nodes[0].caughtUp = []int64{2}, true
+	g.nodes[0].mu.Unlock()
+	g.step()
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	stop := make(chan struct{})
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		tk := time.NewTicker(time.Millisecond)
+		defer tk.Stop()
+		for {
+			select {
+			case <-stop:
+				return
+			case <-tk.C:
+				g.step()
+			}
+		}
+	}()
+	res, err := RequestSwitchover(ctx, g.coord, "c", "b", 0, time.Millisecond, time.Now)
+	close(stop)
+	<-done
+	require.NoError(t, err)
+	require.Equal(t, int64(1), res.From)
+	require.Equal(t, int64(2), res.To)
+	require.Greater(t, res.ToEpoch, res.FromEpoch)
+	_, err = RequestSwitchover(ctx, g.coord, "c", "b", 2, time.Millisecond, time.Now)
+	require.ErrorIs(t, err, ErrNoCandidate)
+}
