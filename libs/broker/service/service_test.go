@@ -46,24 +46,40 @@ func TestMainRefusesBadConfig(t *testing.T) {
 }
 
 func TestMainStopsCleanlyOnSIGTERM(t *testing.T) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	require.NoError(t, err)
-	port := ln.Addr().(*net.TCPAddr).Port
-	ln.Close()
 	var out syncBuffer
 	done := make(chan int, 1)
-	args := []string{"-listenPort=" + strconv.Itoa(port), "-haListenPort=0", "-bindAddress=127.0.0.1",
-		"-brokerIP1=127.0.0.1", "-storePathRootDir=" + t.TempDir(), "-mappedFileSizeCommitLog=1048576",
-		"-maxMessageSize=65536", "-haSecret=hush", "-logFormat=json"}
-	go func() { done <- Main(Options{Program: "master", CheckRole: MasterRoles}, args, nil, &out) }()
-	require.Eventually(t, func() bool {
-		c, err := net.Dial("tcp", "127.0.0.1:"+strconv.Itoa(port))
-		if err != nil {
-			return false
+	// The port is picked by opening and closing a listener, so another process
+	// may take it first: start again on a new port when that happens.
+	for attempt := 0; ; attempt++ {
+		ln, err := net.Listen("tcp", "127.0.0.1:0")
+		require.NoError(t, err)
+		port := ln.Addr().(*net.TCPAddr).Port
+		ln.Close()
+		out = syncBuffer{}
+		args := []string{"-listenPort=" + strconv.Itoa(port), "-haListenPort=0", "-bindAddress=127.0.0.1",
+			"-brokerIP1=127.0.0.1", "-storePathRootDir=" + t.TempDir(), "-mappedFileSizeCommitLog=1048576",
+			"-maxMessageSize=65536", "-haSecret=hush", "-logFormat=json"}
+		go func() { done <- Main(Options{Program: "master", CheckRole: MasterRoles}, args, nil, &out) }()
+		var exited bool
+		require.Eventually(t, func() bool {
+			select {
+			case code := <-done:
+				exited = true
+				require.True(t, attempt < 3 && strings.Contains(out.String(), "address already in use"), "exit %d before running:\n%s", code, out.String())
+				return true
+			default:
+			}
+			c, err := net.Dial("tcp", "127.0.0.1:"+strconv.Itoa(port))
+			if err != nil {
+				return false
+			}
+			c.Close()
+			return strings.Contains(out.String(), "broker running")
+		}, 20*time.Second, 10*time.Millisecond)
+		if !exited {
+			break
 		}
-		c.Close()
-		return strings.Contains(out.String(), "broker running")
-	}, 20*time.Second, 10*time.Millisecond)
+	}
 	require.NoError(t, syscall.Kill(os.Getpid(), syscall.SIGTERM))
 	select {
 	case code := <-done:
