@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -200,6 +201,9 @@ func (e *Elector) Step(ctx context.Context) {
 	err := e.c.PassLease(octx, e.chk)
 	cancel()
 	if err != nil {
+		if strings.Contains(strings.ToLower(err.Error()), "unknown check") {
+			e.reg = false // the agent lost the check (restarted without state): register again
+		}
 		e.note("lease not passed", err)
 		return // Guard fences a master in time
 	}
