@@ -67,6 +67,9 @@ type Elector struct {
 	sess string
 	reg  bool
 
+	leaseMu     sync.Mutex // reg, lastPassNote (renew)
+	passer      atomic.Bool
+	lastPassNot time.Time
 	leaseUntil  atomic.Int64 // unix nanos: lastPassSent + LeaseTTL
 	leaseFenced atomic.Bool
 	published   *State
@@ -115,6 +118,13 @@ func (e *Elector) Status() Status {
 // Run steps the election every PollInterval and guards the lease every PollInterval/4 until
 // ctx ends; then a master fences writes and gives up the lock (a clean handover to a slave).
 func (e *Elector) Run(ctx context.Context) {
+	e.passer.Store(true)
+	e.renew(ctx)
+	passDone := make(chan struct{})
+	go func() {
+		defer close(passDone)
+		e.passLoop(ctx)
+	}()
 	guardDone := make(chan struct{})
 	go func() {
 		defer close(guardDone)
@@ -136,6 +146,7 @@ func (e *Elector) Run(ctx context.Context) {
 		select {
 		case <-ctx.Done():
 			<-guardDone
+			<-passDone
 			e.Close()
 			return
 		case <-t.C:
@@ -179,20 +190,18 @@ func (e *Elector) op(ctx context.Context) (context.Context, context.CancelFunc) 
 	return context.WithTimeout(ctx, e.cfg.OpTimeout)
 }
 
-// Step runs one round: pass the lease, then act on the lock as master or slave.
-func (e *Elector) Step(ctx context.Context) {
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	if ctx.Err() != nil {
-		return
-	}
+// renew registers the lease check when needed and passes it; the lease then lasts until
+// LeaseTTL after the pass was sent.
+func (e *Elector) renew(ctx context.Context) bool {
+	e.leaseMu.Lock()
+	defer e.leaseMu.Unlock()
 	if !e.reg {
 		octx, cancel := e.op(ctx)
 		err := e.c.RegisterLease(octx, e.chk, e.cfg.LeaseTTL)
 		cancel()
 		if err != nil {
-			e.note("lease check not registered", err)
-			return
+			e.passNote("lease check not registered", err)
+			return false
 		}
 		e.reg = true
 	}
@@ -204,10 +213,50 @@ func (e *Elector) Step(ctx context.Context) {
 		if strings.Contains(strings.ToLower(err.Error()), "unknown check") {
 			e.reg = false // the agent lost the check (restarted without state): register again
 		}
-		e.note("lease not passed", err)
-		return // Guard fences a master in time
+		e.passNote("lease not passed", err)
+		return false
 	}
 	e.leaseUntil.Store(sent.Add(e.cfg.LeaseTTL).UnixNano())
+	return true
+}
+
+// leaseFresh reports whether the lease has more than SafetyMargin left.
+func (e *Elector) leaseFresh() bool {
+	u := e.leaseUntil.Load()
+	return u != 0 && e.now().Before(time.Unix(0, u).Add(-e.cfg.SafetyMargin))
+}
+
+// passLoop passes the lease every PassInterval, apart from Step, so that a long promotion
+// (dispatcher catch-up, metadata sync) never lets the new master's own lease run out.
+func (e *Elector) passLoop(ctx context.Context) {
+	t := time.NewTicker(e.cfg.PassInterval)
+	defer t.Stop()
+	for {
+		e.renew(ctx)
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+	}
+}
+
+// Step runs one round: pass the lease (unless Run's pass loop does), then act on the lock as
+// master or slave.
+func (e *Elector) Step(ctx context.Context) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if ctx.Err() != nil {
+		return
+	}
+	if !e.passer.Load() {
+		if !e.renew(ctx) {
+			return // Guard fences a master in time
+		}
+	} else if !e.leaseFresh() {
+		return // the pass loop is failing; Guard fences a master in time
+	}
+	var err error
 	if e.sess == "" {
 		octx, cancel := e.op(ctx)
 		e.sess, err = e.c.CreateSession(octx, e.chk)
@@ -218,7 +267,7 @@ func (e *Elector) Step(ctx context.Context) {
 			return
 		}
 	}
-	octx, cancel = e.op(ctx)
+	octx, cancel := e.op(ctx)
 	kv, ok, err := e.c.Get(octx, e.lk)
 	cancel()
 	if err != nil {
@@ -520,6 +569,16 @@ func (e *Elector) switchover(ctx context.Context) {
 	_, _ = e.c.Release(octx, e.lk, e.sess)
 	cancel()
 	log.Warn("switchover: lock handed over")
+}
+
+// passNote is note for renew (its own rate limit: renew runs beside Step).
+func (e *Elector) passNote(msg string, err error) {
+	now := e.now()
+	if now.Sub(e.lastPassNot) < time.Second {
+		return
+	}
+	e.lastPassNot = now
+	e.log.WithError(err).Info(msg)
 }
 
 // note logs a recurring condition at most once a second.
