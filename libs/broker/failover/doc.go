@@ -39,4 +39,26 @@
 // Trade-off: a shorter LeaseTTL fails over sooner but fences a master on shorter Consul hiccups
 // (GC pauses, a loaded agent); the margin must exceed the worst pause between the fence check
 // and a write's acknowledgement.
+//
+// # Configuration (broker keys)
+//
+//	enableFailover=true          off by default; every node runs the slave binary with
+//	                             brokerRole=SLAVE, its own brokerId (the node id) and no
+//	                             haMasterAddress; CONSUL_HTTP_ADDR names the Consul agent
+//	failoverMasterRole           SYNC_MASTER (default) or ASYNC_MASTER for a promoted node
+//	failoverLeaseTtl             LeaseTTL in ms (default 2000)
+//	failoverSafetyMargin         SafetyMargin in ms (default 600)
+//	uncleanFailover=true         a slave outside the in-sync set may take over (logged)
+//
+// The election's view (lock holder, epoch, in-sync set, lease left, fenced) is in the
+// broker's /status under "failover"; mqadmin switchover -b <brokerName> hands the master role
+// over on command.
+//
+// # Limits
+//
+// Eligibility is membership of the published in-sync set. With one slave and SYNC_MASTER
+// every SEND_OK was acknowledged by that slave, so a takeover loses nothing. With several
+// slaves (InSyncReplicas below the group size) a member may lack messages another slave
+// acknowledged, and the set is republished at most every PollInterval: choosing the
+// candidate with the highest acknowledged offset is not done yet.
 package failover
