@@ -245,48 +245,15 @@ func (b *Broker) start() error {
 		return fmt.Errorf("broker: open metadata tables: %w", err)
 	}
 
-	// Replication.
-	epochDir := cfg.StorePathRootDir
+	// Replication (the same constructors a role switch uses).
 	if cfg.IsMaster() {
-		mc := hawire.DefaultMasterConfig()
-		mc.ListenAddr = net.JoinHostPort(cfg.BindAddress, strconv.Itoa(cfg.EffectiveHAListenPort()))
-		mc.ClusterName, mc.BrokerName = cfg.BrokerClusterName, cfg.BrokerName
-		mc.Secret = cfg.HASecret
-		mc.TransferBatchSize = cfg.HATransferBatchSize
-		mc.HousekeepingInterval = cfg.HAHousekeepingInterval
-		mc.HeartbeatInterval = cfg.HASendHeartbeatInterval
-		mc.MaxGapNotInSync = cfg.HAMaxGapNotInSync
-		mc.InSyncReplicas = cfg.InSyncReplicas
-		mc.MinInSyncReplicas = cfg.MinInSyncReplicas
-		mc.SlaveTimeout = cfg.SlaveTimeout
-		mc.EpochDir = epochDir
-		mc.Logger = b.log.WithField("component", "ha")
-		mc.Now = b.now
-		b.master, err = hawire.NewMaster(mc, b.store)
-		if err != nil {
-			return fmt.Errorf("broker: HA master: %w", err)
+		if b.master, b.haServerAddr, err = b.newHAMaster(cfg); err != nil {
+			return fmt.Errorf("broker: %w", err)
 		}
-		if err := b.master.Start(); err != nil {
-			return fmt.Errorf("broker: HA master listen: %w", err)
-		}
-		haPort := b.master.Addr().(*net.TCPAddr).Port
-		b.haServerAddr = net.JoinHostPort(cfg.BrokerIP2, strconv.Itoa(haPort))
 	} else {
 		b.disc = newRegDiscovery(cfg.HAMasterAddress)
-		sc := hawire.DefaultSlaveConfig()
-		sc.ClusterName, sc.BrokerName, sc.BrokerID = cfg.BrokerClusterName, cfg.BrokerName, cfg.BrokerID
-		sc.Secret = cfg.HASecret
-		sc.HeartbeatInterval = cfg.HASendHeartbeatInterval
-		sc.HousekeepingInterval = cfg.HAHousekeepingInterval
-		sc.EpochDir = epochDir
-		sc.Logger = b.log.WithField("component", "ha")
-		sc.Now = b.now
-		b.slave, err = hawire.NewSlave(sc, b.store, b.disc)
-		if err != nil {
-			return fmt.Errorf("broker: HA slave: %w", err)
-		}
-		if err := b.slave.Start(); err != nil {
-			return fmt.Errorf("broker: HA slave start: %w", err)
+		if b.slave, err = b.newHASlave(cfg); err != nil {
+			return fmt.Errorf("broker: %w", err)
 		}
 	}
 

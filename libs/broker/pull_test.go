@@ -16,6 +16,9 @@ func TestPullLongPollWakeUp(t *testing.T) {
 	c := newTestClient(t)
 	require.Equal(t, remoting.Success, send(t, c, b.Addr(), "LP", 0, "", "first").Code)
 	invoke(t, c, b.Addr(), remoting.HeartBeat, nil, heartbeatBody("c1", "g", map[string]string{"LP": "*"}))
+	// The first message must be in the consume queue (dispatch runs behind the
+	// append), or offset 1 is beyond the queue's end and answered at once.
+	require.Eventually(t, func() bool { return b.Store().QueueMaxOffset("LP", 0) == 1 }, 5*time.Second, time.Millisecond)
 
 	// Held at offset 1 (nothing there yet) with a 20 s suspend; a send must wake it.
 	type result struct {
