@@ -105,7 +105,7 @@ func TestKillMasterRounds(t *testing.T) {
 			if err != nil {
 				return err
 			}
-			if st.MaxOffset < ms.MaxOffset {
+			if !caughtUp(st, ms.MaxOffset) {
 				return errNotYet
 			}
 			return nil

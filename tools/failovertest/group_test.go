@@ -111,6 +111,7 @@ type status struct {
 	Role         string `json:"role"`
 	BrokerID     int64  `json:"brokerId"`
 	MaxOffset    int64  `json:"maxOffset"`
+	Dispatched   int64  `json:"dispatchedOffset"`
 	WritesFenced bool   `json:"writesFenced"`
 	Failover     *struct {
 		Holder int64   `json:"lockHolder"`
@@ -325,3 +326,8 @@ func (p *producer) run() {
 		p.mu.Unlock()
 	}
 }
+
+// caughtUp reports whether st holds everything up to max and has indexed it
+// in its consume queues (dispatch runs behind the CommitLog; the history
+// check reads the queues).
+func caughtUp(st status, max int64) bool { return st.MaxOffset >= max && st.Dispatched >= max }

@@ -55,7 +55,7 @@ func TestOnlyInSyncNodeTakesOver(t *testing.T) {
 	require.NoError(t, err)
 	waitFor(t, func() bool {
 		st, err := a.status()
-		return err == nil && st.MaxOffset >= ms.MaxOffset
+		return err == nil && caughtUp(st, ms.MaxOffset)
 	})
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()

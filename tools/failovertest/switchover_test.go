@@ -69,7 +69,7 @@ func TestSwitchoverUnderLoad(t *testing.T) {
 			if err != nil {
 				return err
 			}
-			if st.MaxOffset < ms.MaxOffset {
+			if !caughtUp(st, ms.MaxOffset) {
 				return errNotYet
 			}
 			return nil
