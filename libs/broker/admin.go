@@ -169,6 +169,11 @@ func (b *Broker) handleRuntimeInfo(w remoting.ResponseWriter, req *remoting.Comm
 	if h := b.statusAddr(); h != "" {
 		t["httpAddr"] = h
 	}
+	if st.Failover != nil {
+		if js, err := json.Marshal(st.Failover); err == nil {
+			t["failover"] = string(js) // lock holder, epoch, in-sync set, lease left, fenced
+		}
+	}
 	body := []byte(`{"table":`)
 	body = route.AppendStringMap(body, t)
 	body = append(body, '}')

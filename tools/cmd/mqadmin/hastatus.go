@@ -52,7 +52,20 @@ type HAGroup struct {
 	InSyncCount     int      `json:"inSyncCount"` // copies in sync, master included; -1 unknown
 	SlaveCount      int      `json:"connectedSlaves"`
 	Nodes           []HANode `json:"nodes"`
-	Warnings        []string `json:"warnings,omitempty"`
+	// Failover is the election view of the master (or, without one, of any node) when
+	// automatic failover is on.
+	Failover *FailoverView `json:"failover,omitempty"`
+	Warnings []string      `json:"warnings,omitempty"`
+}
+
+// FailoverView is the part of a broker's failover status haStatus shows.
+type FailoverView struct {
+	Holder      int64   `json:"lockHolder"` // node id holding the leader lock, 0 = free
+	HolderAddr  string  `json:"lockHolderAddr,omitempty"`
+	Epoch       int64   `json:"epoch"`
+	InSync      []int64 `json:"inSync"`
+	Fenced      bool    `json:"fenced"`
+	LeaseLeftMs int64   `json:"leaseLeftMs"`
 }
 
 // HAReport is one haStatus sample.
@@ -243,6 +256,12 @@ func collectHA(ctx context.Context, a *Admin, cluster string, httpAddrs []string
 				n.MinOffset, n.MaxOffset = atoi64(kv["commitLogMinOffset"]), atoi64(kv["commitLogMaxOffset"])
 				if hp := kv["httpAddr"]; hp != "" && statusOf[b.Addr] == nil {
 					fetchHTTP(hp)
+				}
+			}
+			if js := kv["failover"]; js != "" && (g.Failover == nil || b.BrokerID == 0) {
+				var fv FailoverView
+				if err := json.Unmarshal([]byte(js), &fv); err == nil {
+					g.Failover = &fv
 				}
 			}
 			if b.BrokerID == 0 {
@@ -494,6 +513,20 @@ func renderHA(e *env, rep *HAReport) error {
 	}
 	if err := table(e.stdout, []string{"CLUSTER", "BROKER", "ID", "ROLE", "ADDR", "MAX_OFFSET", "LAG_BYTES", "LAG_SEC", "IN_SYNC", "EPOCH"}, rows); err != nil {
 		return err
+	}
+	for _, g := range rep.Groups {
+		if f := g.Failover; f != nil {
+			holder := "free"
+			if f.Holder != 0 {
+				holder = fmt.Sprintf("node %d %s", f.Holder, f.HolderAddr)
+			}
+			fenced := ""
+			if f.Fenced {
+				fenced = ", writes FENCED"
+			}
+			fmt.Fprintf(e.stdout, "%s/%s failover: lock %s, epoch %d, in-sync %v, lease left %d ms%s\n",
+				g.Cluster, g.BrokerName, holder, f.Epoch, f.InSync, f.LeaseLeftMs, fenced)
+		}
 	}
 	if len(bars) > 0 {
 		fmt.Fprintln(e.stdout)

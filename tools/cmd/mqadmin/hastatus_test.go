@@ -164,3 +164,24 @@ func TestHAFromRuntimeInfoOnly(t *testing.T) {
 	_, err = collectHA(ctx, admin, "Other", nil, nil, now)
 	assert.ErrorIs(t, err, ErrNotFound)
 }
+
+// With automatic failover on, haStatus shows the lock holder, epoch and in-sync set the
+// master's runtime info carries.
+func TestHAShowsFailoverView(t *testing.T) {
+	admin, master, slave := fakeGroup(t)
+	master.set(map[string]string{"brokerRole": "SYNC_MASTER", "commitLogMaxOffset": "1000", "haEpoch": "4",
+		"haInSyncCount": "2", "haSlaveCount": "1",
+		"failover": `{"node":2,"master":true,"lockHolder":2,"lockHolderAddr":"10.0.0.2:10911","epoch":4,"inSync":[1,2],"fenced":false,"leaseLeftMs":1800}`})
+	slave.set(map[string]string{"brokerRole": "SLAVE", "commitLogMaxOffset": "1000", "haConnected": "true",
+		"failover": `{"node":1,"master":false,"lockHolder":2,"epoch":4,"inSync":[1,2]}`})
+	rep, err := collectHA(context.Background(), admin, "", nil, nil, time.Now)
+	require.NoError(t, err)
+	f := rep.Groups[0].Failover
+	require.NotNil(t, f)
+	assert.Equal(t, int64(2), f.Holder)
+	assert.Equal(t, "10.0.0.2:10911", f.HolderAddr, "the master's view wins over a slave's")
+	assert.Equal(t, []int64{1, 2}, f.InSync)
+	var out bytes.Buffer
+	require.NoError(t, renderHA(&env{stdout: &out}, rep))
+	assert.Contains(t, out.String(), "C/b1 failover: lock node 2 10.0.0.2:10911, epoch 4, in-sync [1 2], lease left 1800 ms")
+}
