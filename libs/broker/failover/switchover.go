@@ -77,6 +77,10 @@ func RequestSwitchover(ctx context.Context, c Coordinator, cluster, brokerName s
 			return res, fmt.Errorf("%w: %w", ErrSwitchoverTimeout, ctx.Err())
 		case <-t.C:
 		}
+		// Whether the request is still pending is read before the leader and state: the
+		// master records the handover in the state before it deletes the request, so a
+		// request seen gone and a state read after it without a handover means it was dropped.
+		_, pending, perr := c.Get(ctx, key)
 		nl, nst, err := ReadLeader(ctx, c, cluster, brokerName)
 		if err != nil || nl == nil || nst == nil {
 			continue
@@ -85,7 +89,7 @@ func RequestSwitchover(ctx context.Context, c Coordinator, cluster, brokerName s
 			res.To, res.ToEpoch, res.Took = nl.Node, nst.Epoch, now().Sub(start)
 			return res, nil
 		}
-		if _, pending, err := c.Get(ctx, key); err == nil && !pending && nl.Node == res.From && nst.Handover == 0 {
+		if perr == nil && !pending && nl.Node == res.From && nst.Handover == 0 {
 			return res, fmt.Errorf("%w: the master dropped the request (no in-sync slave caught up in time?)", ErrSwitchoverTimeout)
 		}
 	}
