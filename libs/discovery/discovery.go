@@ -95,9 +95,12 @@ func Registration(b Broker, ttl, tcpInterval, deregisterAfter time.Duration) *co
 		}},
 	}
 	if tcpInterval > 0 {
-		timeout := tcpInterval / 2
-		if timeout < 500*time.Millisecond {
-			timeout = 500 * time.Millisecond
+		// A whole interval, at least a second: a loaded broker answering a
+		// little late must not flap out of the routes; a hung one still
+		// fails within two intervals.
+		timeout := tcpInterval
+		if timeout < time.Second {
+			timeout = time.Second
 		}
 		check := &consul.AgentServiceCheck{
 			CheckID:                        id + "/tcp",

@@ -14,7 +14,7 @@
 //	         "http" the agent GETs http://<httpAddr>/status every 2 s (httpAddr
 //	                is brokerIP2:httpPort, the address for the group itself; critical
 //	                when the process stops answering: killed, hung or paused,
-//	                within about 3 s); "tcp", a dial of the client address,
+//	                within two intervals); "tcp", a dial of the client address,
 //	                instead when the broker serves no status port
 //	KV     rmqha/topics/<cluster>/<brokerName> the master's topic table
 //	                (TopicConfigSerializeWrapper JSON, RocketMQ's shape)
