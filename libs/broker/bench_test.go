@@ -85,7 +85,7 @@ func BenchmarkSend(b *testing.B) {
 				scfg := slaveConfig(b, m.HAAddr())
 				scfg.MappedFileSizeCommitLog = 64 << 20
 				startBroker(b, scfg)
-				require.Eventually(b, func() bool { return m.master.InSyncCount() == 2 }, 10*time.Second, 5*time.Millisecond)
+				require.Eventually(b, func() bool { return m.view().master.InSyncCount() == 2 }, 10*time.Second, 5*time.Millisecond)
 			}
 			c := newTestClient(b)
 			body := make([]byte, 1024)

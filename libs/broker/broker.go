@@ -14,7 +14,6 @@ import (
 	"github.com/rmqha/rmqha/libs/broker/meta"
 	"github.com/rmqha/rmqha/libs/broker/schedule"
 	"github.com/rmqha/rmqha/libs/commitlog"
-	"github.com/rmqha/rmqha/libs/hawire"
 	"github.com/rmqha/rmqha/libs/remoting"
 	"github.com/sirupsen/logrus"
 )
@@ -31,28 +30,26 @@ type Broker struct {
 	tables  *meta.Tables
 	srv     *remoting.Server
 	nsCli   *remoting.Client
-	master  *hawire.Master
-	slave   *hawire.Slave
-	disc    *regDiscovery
 	clients *clientRegistry
 	holds   *holdService
 	pipe    *sendPipeline
 	levels  schedule.Levels
-	delay   *schedule.Service // delay-level delivery, masters only
 	locks   *queueLocks
 	httpSrv *httpServer
 	metrics *brokerMetrics
 	role    roleState // in-process role switching (role.go)
+	// rv is the role-dependent state (role, brokerId, HA master or slave, delay delivery),
+	// replaced whole by a role switch and read without locks by request handlers (role.go).
+	rv atomic.Pointer[roleView]
 
 	// Claim watch (metrics.go): warnings when the configuration cannot deliver what it claims.
 	syncClaim, replClaim                claimWatch
 	claimAfter, claimRepeat, claimEvery time.Duration
 
-	ln           net.Listener
-	storeHost    netip.AddrPort
-	brokerAddr   string // brokerIP1:listenPort, advertised to clients
-	haServerAddr string // brokerIP2:haListenPort, advertised for HA (masters)
-	physMem      int64
+	ln         net.Listener
+	storeHost  netip.AddrPort
+	brokerAddr string // brokerIP1:listenPort, advertised to clients
+	physMem    int64
 
 	masterAddr atomic.Value // string: the group master's client address, from registration
 
@@ -120,14 +117,21 @@ func New(cfg Config, logger logrus.FieldLogger) (*Broker, error) {
 		claimRepeat: claimWarnRepeat,
 		claimEvery:  claimCheckEvery,
 	}
+	b.rv.Store(&roleView{role: cfg.BrokerRole, id: cfg.BrokerID})
 	b.metrics = newBrokerMetrics(b, cfg.MetricsEnable)
 	b.masterAddr.Store("")
 	b.ctx, b.cancel = context.WithCancel(context.Background())
 	return b, nil
 }
 
-// Config returns the effective configuration (defaults filled in).
-func (b *Broker) Config() Config { return b.cfg }
+// Config returns the effective configuration (defaults filled in), with the current role and
+// brokerId (they change on a role switch).
+func (b *Broker) Config() Config {
+	c := b.cfg
+	v := b.view()
+	c.BrokerRole, c.BrokerID = v.role, v.id
+	return c
+}
 
 // Addr is the bound remoting address ("" before Start).
 func (b *Broker) Addr() string {
@@ -142,10 +146,11 @@ func (b *Broker) AdvertisedAddr() string { return b.brokerAddr }
 
 // HAAddr is the bound HA address of a master ("" for a slave or before Start).
 func (b *Broker) HAAddr() string {
-	if b.master == nil || b.master.Addr() == nil {
+	m := b.view().master
+	if m == nil || m.Addr() == nil {
 		return ""
 	}
-	return b.master.Addr().String()
+	return m.Addr().String()
 }
 
 // HTTPAddr is the bound status HTTP address ("" when disabled).
@@ -178,8 +183,8 @@ func (b *Broker) Start() error {
 		return err
 	}
 	b.log.WithFields(logrus.Fields{
-		"role": b.cfg.BrokerRole, "addr": b.Addr(), "advertised": b.brokerAddr,
-		"haAddr": b.HAAddr(), "haServerAddr": b.haServerAddr, "http": b.HTTPAddr(),
+		"role": b.view().role, "addr": b.Addr(), "advertised": b.brokerAddr,
+		"haAddr": b.HAAddr(), "haServerAddr": b.view().haServerAddr, "http": b.HTTPAddr(),
 	}).Info("broker started")
 	return nil
 }
@@ -246,16 +251,18 @@ func (b *Broker) start() error {
 	}
 
 	// Replication (the same constructors a role switch uses).
+	v := &roleView{role: cfg.BrokerRole, id: cfg.BrokerID}
 	if cfg.IsMaster() {
-		if b.master, b.haServerAddr, err = b.newHAMaster(cfg); err != nil {
+		if v.master, v.haServerAddr, err = b.newHAMaster(cfg); err != nil {
 			return fmt.Errorf("broker: %w", err)
 		}
 	} else {
-		b.disc = newRegDiscovery(cfg.HAMasterAddress)
-		if b.slave, err = b.newHASlave(cfg); err != nil {
+		v.disc = newRegDiscovery(cfg.HAMasterAddress)
+		if v.slave, err = b.newHASlave(cfg, v.disc); err != nil {
 			return fmt.Errorf("broker: %w", err)
 		}
 	}
+	b.rv.Store(v)
 
 	// Request handling.
 	b.clients, err = newClientRegistry(b)
@@ -267,16 +274,13 @@ func (b *Broker) start() error {
 	b.locks = newQueueLocks()
 	b.store.OnDispatch(b.holds.notify)
 	if cfg.IsMaster() {
-		dc := schedule.DefaultConfig()
-		dc.Levels = b.levels
-		dc.Logger = b.log.WithField("component", "schedule")
-		dc.Now = b.now
-		b.delay, err = schedule.New(dc, b.store, b.tables.Delay, storePutter{b.store})
+		d, err := b.newDelayService()
 		if err != nil {
-			return fmt.Errorf("broker: delay service: %w", err)
+			return fmt.Errorf("broker: %w", err)
 		}
-		b.store.OnDispatch(b.delay.OnDispatch)
-		if err := b.delay.Start(); err != nil {
+		v.delay = d
+		b.role.delayCur.Store(d)
+		if err := d.Start(); err != nil {
 			return fmt.Errorf("broker: delay service start: %w", err)
 		}
 	}
@@ -350,8 +354,13 @@ func (b *Broker) teardown(ctx context.Context) error {
 	if b.holds != nil {
 		b.holds.stop()
 	}
-	if b.master != nil {
-		errs = append(errs, b.master.Close())
+	// A role switch in progress finishes first (a switch that starts later sees the broker
+	// stopping and does nothing), so the view closed here is the last one.
+	b.role.mu.Lock()
+	v := b.view()
+	b.role.mu.Unlock()
+	if v.master != nil {
+		errs = append(errs, v.master.Close())
 	}
 	if b.pipe != nil {
 		b.pipe.stop()
@@ -374,11 +383,11 @@ func (b *Broker) teardown(ctx context.Context) error {
 	} else if b.ln != nil {
 		b.ln.Close()
 	}
-	if b.slave != nil {
-		errs = append(errs, b.slave.Close())
+	if v.slave != nil {
+		errs = append(errs, v.slave.Close())
 	}
-	if b.delay != nil {
-		errs = append(errs, b.delay.Stop())
+	if v.delay != nil {
+		errs = append(errs, v.delay.Stop())
 	}
 	if b.clients != nil {
 		b.clients.stop()

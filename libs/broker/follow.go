@@ -9,15 +9,16 @@ import (
 // FollowMaster feeds a slave's master discovery from d (the Consul watch of
 // the master's HA address) until ctx ends, in addition to the addresses the
 // name servers return on registration. A static haMasterAddress is never
-// replaced. It does nothing on a master.
+// replaced. While the broker is master the addresses are ignored; after a demotion they feed
+// the new slave's discovery.
 func (b *Broker) FollowMaster(ctx context.Context, d hawire.Discovery) {
-	if b.disc == nil || d == nil {
+	if d == nil {
 		return
 	}
 	go func() {
 		for addr := range d.Watch(ctx) {
-			if addr != "" {
-				b.disc.learn(addr)
+			if disc := b.view().disc; disc != nil && addr != "" {
+				disc.learn(addr)
 			}
 		}
 	}()

@@ -130,7 +130,7 @@ func TestSyncMasterReplication(t *testing.T) {
 
 	proxy := startStallProxy(t, m.HAAddr())
 	s := startBroker(t, slaveConfig(t, proxy.addr()))
-	require.Eventually(t, func() bool { return m.master.InSyncCount() == 2 }, 10*time.Second, 5*time.Millisecond)
+	require.Eventually(t, func() bool { return m.view().master.InSyncCount() == 2 }, 10*time.Second, 5*time.Millisecond)
 
 	// With the slave in sync: SEND_OK once it acknowledged, two copies.
 	resp = send(t, c, m.Addr(), "S", 0, "", "replicated")
@@ -184,7 +184,7 @@ func TestSyncMasterStrictMode(t *testing.T) {
 	require.Equal(t, before, m.store.MaxOffset(), "refused message must not be stored")
 
 	s := startBroker(t, slaveConfig(t, m.HAAddr()))
-	require.Eventually(t, func() bool { return m.master.InSyncCount() == 2 }, 10*time.Second, 5*time.Millisecond)
+	require.Eventually(t, func() bool { return m.view().master.InSyncCount() == 2 }, 10*time.Second, 5*time.Millisecond)
 	resp = send(t, c, m.Addr(), "S", 0, "", "accepted")
 	require.Equal(t, remoting.Success, resp.Code, resp.Remark)
 	_ = s
@@ -201,7 +201,7 @@ func TestSlaveDiscoversMasterFromRegistration(t *testing.T) {
 	scfg := slaveConfig(t, "")
 	scfg.NamesrvAddr = ns.addr()
 	s := startBroker(t, scfg)
-	require.Eventually(t, func() bool { return m.master.InSyncCount() == 2 }, 10*time.Second, 5*time.Millisecond)
+	require.Eventually(t, func() bool { return m.view().master.InSyncCount() == 2 }, 10*time.Second, 5*time.Millisecond)
 	require.Equal(t, m.AdvertisedAddr(), s.Status().MasterAddr)
 	c := newTestClient(t)
 	resp := send(t, c, m.Addr(), "D", 0, "", "x")
@@ -294,7 +294,7 @@ func TestShutdownAnswersPendingSyncSends(t *testing.T) {
 	m := startBroker(t, cfg)
 	proxy := startStallProxy(t, m.HAAddr())
 	startBroker(t, slaveConfig(t, proxy.addr()))
-	require.Eventually(t, func() bool { return m.master.InSyncCount() == 2 }, 10*time.Second, 5*time.Millisecond)
+	require.Eventually(t, func() bool { return m.view().master.InSyncCount() == 2 }, 10*time.Second, 5*time.Millisecond)
 	c := newTestClient(t)
 	require.Equal(t, remoting.Success, send(t, c, m.Addr(), "SD", 0, "", "warm").Code)
 	proxy.setPaused(true)
@@ -305,7 +305,7 @@ func TestShutdownAnswersPendingSyncSends(t *testing.T) {
 		resp, _ := c.Invoke(ctx, m.Addr(), remoting.NewRequest(remoting.SendMessage, sendExt("SD", 0, ""), []byte("pending")))
 		done <- resp
 	}()
-	require.Eventually(t, func() bool { return m.master.Status().PendingWaiters == 1 }, 10*time.Second, 2*time.Millisecond)
+	require.Eventually(t, func() bool { return m.view().master.Status().PendingWaiters == 1 }, 10*time.Second, 2*time.Millisecond)
 	require.NoError(t, m.Shutdown(context.Background()))
 	resp := <-done
 	require.NotNil(t, resp, "the pending send got no answer")
@@ -325,6 +325,6 @@ func TestSlaveStartedBeforeMaster(t *testing.T) {
 	mcfg := syncMasterConfig(t)
 	mcfg.NamesrvAddr = ns.addr()
 	m := startBroker(t, mcfg)
-	require.Eventually(t, func() bool { return m.master.InSyncCount() == 2 }, 20*time.Second, 5*time.Millisecond)
+	require.Eventually(t, func() bool { return m.view().master.InSyncCount() == 2 }, 20*time.Second, 5*time.Millisecond)
 	require.Equal(t, m.AdvertisedAddr(), s.Status().MasterAddr)
 }

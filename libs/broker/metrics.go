@@ -438,8 +438,9 @@ func (c *stateCollector) Collect(ch chan<- prometheus.Metric) {
 	counter := func(d *prometheus.Desc, v float64, labels ...string) {
 		ch <- prometheus.MustNewConstMetric(d, prometheus.CounterValue, v, labels...)
 	}
-	cfg := b.cfg
-	gauge(descInfo, 1, cfg.BrokerClusterName, cfg.BrokerName, strconv.FormatInt(cfg.BrokerID, 10), cfg.BrokerRole)
+	cfg, v := b.cfg, b.view()
+	// The current role and brokerId: a promoted slave reports itself as the master it is.
+	gauge(descInfo, 1, cfg.BrokerClusterName, cfg.BrokerName, strconv.FormatInt(v.id, 10), v.role)
 	gauge(descRunning, boolGauge(b.running()))
 	counter(descSendReq, float64(b.sends.Load()))
 	counter(descRefused, float64(b.sendRejects.Load()))
@@ -485,8 +486,8 @@ func (c *stateCollector) Collect(ch chan<- prometheus.Metric) {
 		gauge(descClients, float64(cons), "consumer")
 		gauge(descClients, float64(prods), "producer")
 	}
-	if b.master != nil {
-		ms := b.master.Status()
+	if v.master != nil {
+		ms := v.master.Status()
 		now := b.now()
 		gauge(descEpoch, float64(ms.Epoch))
 		gauge(descConfirmed, float64(ms.Confirmed))
@@ -517,8 +518,8 @@ func (c *stateCollector) Collect(ch chan<- prometheus.Metric) {
 		counter(descHACounter, float64(k.ProtocolErrors), "protocol_error")
 		counter(descHACounter, float64(k.Expired), "expired")
 	}
-	if b.slave != nil {
-		ss := b.slave.Status()
+	if v.slave != nil {
+		ss := v.slave.Status()
 		gauge(descEpoch, float64(ss.LastEpoch))
 		gauge(descConfirmed, float64(ss.Confirmed))
 		gauge(descReplConnected, boolGauge(ss.Connected), ss.MasterAddr)
@@ -583,8 +584,9 @@ func (b *Broker) claimLoop() {
 // longer than claimWarnAfter (its sends are stored on the master only), and when a slave's
 // replication has stopped (not streaming, or failed) for that long.
 func (b *Broker) checkClaims(now time.Time) {
-	if b.master != nil && b.cfg.BrokerRole == RoleSyncMaster {
-		ms := b.master.Status()
+	v := b.view()
+	if v.master != nil && v.role == RoleSyncMaster {
+		ms := v.master.Status()
 		bad := ms.InSyncCount < b.cfg.InSyncReplicas
 		warn, recovered := b.syncClaim.update(bad, now, b.claimAfter, b.claimRepeat)
 		f := logrus.Fields{"inSync": ms.InSyncCount, "inSyncReplicas": b.cfg.InSyncReplicas, "offset": ms.MaxOffset}
@@ -601,8 +603,8 @@ func (b *Broker) checkClaims(now time.Time) {
 			b.log.WithFields(f).Info("SYNC_MASTER has enough slaves in sync again")
 		}
 	}
-	if b.slave != nil {
-		ss := b.slave.Status()
+	if v.slave != nil {
+		ss := v.slave.Status()
 		failed := ss.State == hawire.SlaveFailed.String()
 		warn, recovered := b.replClaim.update(failed || !ss.Connected, now, b.claimAfter, b.claimRepeat)
 		peer := ss.MasterAddr

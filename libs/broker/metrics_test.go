@@ -303,7 +303,7 @@ func TestClaimWarningSyncMasterWithoutSlave(t *testing.T) {
 
 	// A slave in sync ends it.
 	startBroker(t, slaveConfig(t, b.HAAddr()))
-	require.Eventually(t, func() bool { return b.master.InSyncCount() == 2 }, 10*time.Second, 5*time.Millisecond)
+	require.Eventually(t, func() bool { return b.view().master.InSyncCount() == 2 }, 10*time.Second, 5*time.Millisecond)
 	clock.advance(time.Second)
 	b.checkClaims(clock.now())
 	require.Len(t, entries(hook, logrus.InfoLevel, "enough slaves in sync again"), 1)

@@ -122,7 +122,7 @@ func (b *Broker) handlePull(w remoting.ResponseWriter, req *remoting.Command) {
 			b.pullError(w, req, remoting.SystemError, "queueId["+strconv.Itoa(int(pr.queueID))+"] is illegal, topic:["+pr.topic+"]")
 			return
 		}
-	} else if b.cfg.IsMaster() {
+	} else if b.view().isMaster() {
 		// A slave may hold replicated queues before its topic table learns of them.
 		b.pullError(w, req, remoting.TopicNotExist, "topic["+pr.topic+"] not exist, apply first please!")
 		return
@@ -152,7 +152,7 @@ func (b *Broker) handlePull(w remoting.ResponseWriter, req *remoting.Command) {
 		pr.sub = s
 	}
 	// Commit-offset piggyback: only on the master (offsets live there), only on arrival.
-	if pr.sysFlag&pullFlagCommitOffset != 0 && b.cfg.IsMaster() && pr.commitOffset >= 0 {
+	if pr.sysFlag&pullFlagCommitOffset != 0 && b.view().isMaster() && pr.commitOffset >= 0 {
 		b.tables.Offsets.Commit(pr.group, pr.topic, pr.queueID, pr.commitOffset)
 	}
 	b.executePull(pr, pr.sysFlag&pullFlagSuspend != 0)
@@ -209,17 +209,17 @@ func (b *Broker) mapPullStatus(pr *pullRequest, res *commitlog.GetResult) (code 
 		if pr.offset == 0 {
 			return remoting.PullNotFound, next, false
 		}
-		if !b.cfg.IsMaster() {
+		if !b.view().isMaster() {
 			return remoting.PullRetryImmediately, pr.offset, true
 		}
 		return remoting.PullOffsetMoved, next, false
 	case commitlog.OffsetOverflowBadly:
-		if !b.cfg.IsMaster() {
+		if !b.view().isMaster() {
 			return remoting.PullRetryImmediately, pr.offset, true
 		}
 		return remoting.PullOffsetMoved, next, false
 	case commitlog.OffsetTooSmall:
-		if !b.cfg.IsMaster() {
+		if !b.view().isMaster() {
 			// The master may still hold those messages (a fresh slave starts at the master's
 			// last segment): send the consumer back there while it is reachable; without a
 			// master, skip to what this slave has.
@@ -235,13 +235,14 @@ func (b *Broker) mapPullStatus(pr *pullRequest, res *commitlog.GetResult) (code 
 
 // masterReachable reports whether a slave currently replicates from its master.
 func (b *Broker) masterReachable() bool {
-	return b.slave != nil && b.slave.Status().Connected
+	s := b.view().slave
+	return s != nil && s.Status().Connected
 }
 
 // suggestBroker computes suggestWhichBrokerId (§7.1).
 func (b *Broker) suggestBroker(pr *pullRequest, res *commitlog.GetResult, notYet bool) int64 {
 	g := b.groupConfig(pr.group)
-	if notYet || (res.Status == commitlog.OffsetTooSmall && !b.cfg.IsMaster()) {
+	if notYet || (res.Status == commitlog.OffsetTooSmall && !b.view().isMaster()) {
 		return 0
 	}
 	if !b.cfg.SlaveReadEnable {

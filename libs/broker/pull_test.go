@@ -65,7 +65,9 @@ func TestPullHoldTimeout(t *testing.T) {
 }
 
 func TestPullStatusesAndFilter(t *testing.T) {
-	b := startBroker(t, testConfig(t))
+	cfg := testConfig(t)
+	cfg.SlaveReadEnable = true // suggestions stay 0 while the backlog fits in memory
+	b := startBroker(t, cfg)
 	c := newTestClient(t)
 	for i := 0; i < 6; i++ {
 		tag := "A"
@@ -127,7 +129,6 @@ func TestPullStatusesAndFilter(t *testing.T) {
 
 	// A slow consumer is sent to the slave when slave reads are enabled (the backlog exceeds
 	// accessMessageInMemoryMaxRatio of physical memory; memory is shrunk here to make it so).
-	b.cfg.SlaveReadEnable = true
 	b.physMem = 100
 	resp = invoke(t, c, b.Addr(), remoting.PullMessage, pullExt("g", "F", 0, 0, 0, 0), nil)
 	require.Equal(t, remoting.Success, resp.Code)

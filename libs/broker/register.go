@@ -35,7 +35,7 @@ func (b *Broker) registerLoop() {
 	b.registerAll()
 	for {
 		wait := period
-		if b.disc != nil && !b.disc.known() {
+		if d := b.view().disc; d != nil && !d.known() {
 			wait = min(retry, period)
 			retry *= 2
 		}
@@ -57,11 +57,12 @@ func (b *Broker) registerLoop() {
 func (b *Broker) RegisterNow() { b.registerAll() }
 
 func (b *Broker) epoch() int64 {
-	if b.master != nil {
-		return b.master.Epoch()
+	v := b.view()
+	if v.master != nil {
+		return v.master.Epoch()
 	}
-	if b.slave != nil {
-		return b.slave.Status().LastEpoch
+	if v.slave != nil {
+		return v.slave.Status().LastEpoch
 	}
 	return 0
 }
@@ -71,12 +72,13 @@ func (b *Broker) registerRequest() *remoting.Command {
 		TopicConfigSerializeWrapper: b.tables.Topics.Wrapper(),
 		FilterServerList:            []string{},
 	})
+	v := b.view()
 	ext := map[string]string{
 		"brokerName":   b.cfg.BrokerName,
 		"brokerAddr":   b.brokerAddr,
 		"clusterName":  b.cfg.BrokerClusterName,
-		"haServerAddr": b.haServerAddr,
-		"brokerId":     strconv.FormatInt(b.cfg.BrokerID, 10),
+		"haServerAddr": v.haServerAddr,
+		"brokerId":     strconv.FormatInt(v.id, 10),
 		"compressed":   "false",
 		"bodyCrc32":    strconv.Itoa(int(route.BodyCRC32(body))),
 		"epoch":        strconv.FormatInt(b.epoch(), 10),
@@ -137,9 +139,9 @@ func (b *Broker) registerAll() {
 			if ma := resp.Ext("masterAddr"); ma != "" {
 				b.masterAddr.Store(ma)
 			}
-			if b.disc != nil {
+			if d := b.view().disc; d != nil {
 				if ha := resp.Ext("haServerAddr"); ha != "" {
-					b.disc.learn(ha)
+					d.learn(ha)
 				}
 			}
 		}(ns)
@@ -156,7 +158,7 @@ func (b *Broker) unregisterAll(ctx context.Context) {
 		"brokerName":  b.cfg.BrokerName,
 		"brokerAddr":  b.brokerAddr,
 		"clusterName": b.cfg.BrokerClusterName,
-		"brokerId":    strconv.FormatInt(b.cfg.BrokerID, 10),
+		"brokerId":    strconv.FormatInt(b.view().id, 10),
 	}
 	var wg sync.WaitGroup
 	for _, ns := range b.cfg.NamesrvAddrs() {

@@ -15,12 +15,27 @@ import (
 	"github.com/sirupsen/logrus"
 )
 
+// roleView is the broker's role-dependent state. A role switch builds a new view and stores it
+// whole (Broker.rv) under roleState.mu; request handlers load it once per request without a
+// lock and so always see one consistent role: a handler holding the previous view may still
+// call a closed hawire.Master or Slave, which answers with an error, never a crash. Writes are
+// fenced (refused) for the whole switch.
+type roleView struct {
+	role         string // SYNC_MASTER, ASYNC_MASTER or SLAVE
+	id           int64  // brokerId registered with the name servers (0 for a master)
+	master       *hawire.Master
+	slave        *hawire.Slave
+	disc         *regDiscovery     // a slave's view of its master's HA address
+	delay        *schedule.Service // delay-level delivery, masters only
+	haServerAddr string            // brokerIP2:haListenPort, advertised for HA (masters)
+}
+
+func (v *roleView) isMaster() bool { return v.role == RoleSyncMaster || v.role == RoleAsyncMaster }
+
+// view is the current role view (never nil after New).
+func (b *Broker) view() *roleView { return b.rv.Load() }
+
 // roleState is what in-process role switching (Promote, Demote) keeps beside the broker.
-//
-// Switching replaces b.master, b.slave and b.delay under mu; request handlers read those
-// fields without a lock, so a switch never sets one of them to nil: a demoted master's closed
-// hawire.Master (and a promoted slave's closed hawire.Slave) stays in place until a new one
-// replaces it. Writes are fenced (refused) for the whole switch.
 type roleState struct {
 	mu            sync.Mutex
 	fenced        atomic.Bool
@@ -70,9 +85,7 @@ func (b *Broker) SetPromotion(p PromotionConfig) {
 
 // Role is the broker's current role: ASYNC_MASTER, SYNC_MASTER or SLAVE.
 func (b *Broker) Role() string {
-	b.role.mu.Lock()
-	defer b.role.mu.Unlock()
-	return b.cfg.BrokerRole
+	return b.view().role
 }
 
 // Epoch is the HA epoch the broker registers with (its master epoch, or the last epoch it
@@ -135,9 +148,10 @@ func (b *Broker) Promote(ctx context.Context, epoch int64) (int64, error) {
 	if !b.running() {
 		return 0, ErrClosed
 	}
-	if b.cfg.IsMaster() {
+	cur := b.view()
+	if cur.isMaster() {
 		if !b.role.fenced.Load() {
-			return b.master.Epoch(), nil
+			return cur.master.Epoch(), nil
 		}
 		return 0, fmt.Errorf("%w: master is fenced; demote it first", ErrRoleSwitch)
 	}
@@ -150,14 +164,14 @@ func (b *Broker) Promote(ctx context.Context, epoch int64) (int64, error) {
 	b.role.fenceReason.Store("role switch in progress")
 	b.role.fenced.Store(true)
 	if b.role.slaveID == 0 {
-		b.role.slaveID = b.cfg.BrokerID
+		b.role.slaveID = cur.id
 	}
 	log := b.log.WithField("epochWanted", epoch)
 	log.Warn("promoting to master")
 
 	// 1. Stop replicating: nothing more is appended from the old master.
-	if b.slave != nil {
-		_ = b.slave.Close()
+	if cur.slave != nil {
+		_ = cur.slave.Close()
 		b.role.slaveClosed = true
 	}
 	// 2. Everything replicated is indexed before queues are served as a master's.
@@ -192,18 +206,13 @@ func (b *Broker) Promote(ctx context.Context, epoch int64) (int64, error) {
 		_ = m.Close()
 		return 0, b.promoteFailed(fmt.Errorf("%w: %w", ErrRoleSwitch, err))
 	}
-	oldID := b.cfg.BrokerID
-	b.master, b.haServerAddr = m, haAddr
-	b.cfg.BrokerRole, b.cfg.BrokerID = mcfg.BrokerRole, 0
-	if d != nil {
-		b.delay = d
-		b.role.delayCur.Store(d)
-		if err := d.Start(); err != nil {
-			log.WithError(err).Error("delay delivery not started")
-		}
+	b.rv.Store(&roleView{role: mcfg.BrokerRole, id: 0, master: m, delay: d, haServerAddr: haAddr})
+	b.role.delayCur.Store(d)
+	if err := d.Start(); err != nil {
+		log.WithError(err).Error("delay delivery not started")
 	}
 	// 6. Name servers: the slave entry goes, the master entry comes.
-	b.unregisterID(ctx, oldID)
+	b.unregisterID(ctx, cur.id)
 	b.registerAll()
 	b.role.switches.Add(1)
 	// 7. Writes.
@@ -234,43 +243,43 @@ func (b *Broker) Demote(ctx context.Context) error {
 	}
 	b.role.fenceReason.Store("demoted: not the master")
 	b.role.fenced.Store(true)
-	wasMaster := b.cfg.IsMaster()
+	cur := b.view()
+	wasMaster := cur.isMaster()
 	if wasMaster {
 		b.log.Warn("demoting to slave")
 		if b.role.masterRole == "" {
-			b.role.masterRole = b.cfg.BrokerRole
+			b.role.masterRole = cur.role
 		}
 		if d := b.role.delayCur.Swap(nil); d != nil {
 			_ = d.Stop()
-		} else if b.delay != nil {
-			_ = b.delay.Stop()
 		}
-		if b.master != nil {
-			b.master.Demote()
-			_ = b.master.Close()
+		if cur.master != nil {
+			cur.master.Demote()
+			_ = cur.master.Close()
 		}
 		b.quiesceAppends()
 	}
 	scfg := b.cfg
 	scfg.BrokerRole, scfg.BrokerID = RoleSlave, b.demotionID()
+	if !wasMaster {
+		scfg.BrokerID = cur.id
+	}
 	if wasMaster || b.slaveStopped() {
-		if b.disc == nil || (wasMaster && b.disc.static) {
+		disc := cur.disc
+		if disc == nil || (wasMaster && disc.static) {
 			// A static haMasterAddress named the master this broker followed before it was
 			// promoted; after a switch the master is whoever discovery says.
-			b.disc = newRegDiscovery("")
+			disc = newRegDiscovery("")
 		}
-		s, err := b.newHASlave(scfg)
+		s, err := b.newHASlave(scfg, disc)
 		if err != nil {
 			return fmt.Errorf("%w: %w", ErrRoleSwitch, err)
 		}
-		b.slave = s
+		b.rv.Store(&roleView{role: RoleSlave, id: scfg.BrokerID, slave: s, disc: disc})
 		b.role.slaveClosed = false
 	}
 	if wasMaster {
-		oldID := b.cfg.BrokerID
-		b.cfg.BrokerRole, b.cfg.BrokerID = RoleSlave, scfg.BrokerID
-		b.haServerAddr = ""
-		b.unregisterID(ctx, oldID)
+		b.unregisterID(ctx, cur.id)
 		b.registerAll()
 		b.role.switches.Add(1)
 		b.log.Warn("demoted to slave")
@@ -302,7 +311,7 @@ func (b *Broker) quiesceAppends() {
 func (b *Broker) RoleSwitches() int64 { return b.role.switches.Load() }
 
 // slaveStopped reports whether the slave's HA replication was stopped by a failed promotion.
-func (b *Broker) slaveStopped() bool { return b.slave == nil || b.role.slaveClosed }
+func (b *Broker) slaveStopped() bool { return b.view().slave == nil || b.role.slaveClosed }
 
 func (b *Broker) newHAMaster(cfg Config) (*hawire.Master, string, error) {
 	mc := hawire.DefaultMasterConfig()
@@ -330,7 +339,7 @@ func (b *Broker) newHAMaster(cfg Config) (*hawire.Master, string, error) {
 	return m, net.JoinHostPort(cfg.BrokerIP2, strconv.Itoa(haPort)), nil
 }
 
-func (b *Broker) newHASlave(cfg Config) (*hawire.Slave, error) {
+func (b *Broker) newHASlave(cfg Config, disc *regDiscovery) (*hawire.Slave, error) {
 	sc := hawire.DefaultSlaveConfig()
 	sc.ClusterName, sc.BrokerName, sc.BrokerID = cfg.BrokerClusterName, cfg.BrokerName, cfg.BrokerID
 	sc.Secret = cfg.HASecret
@@ -339,7 +348,7 @@ func (b *Broker) newHASlave(cfg Config) (*hawire.Slave, error) {
 	sc.EpochDir = cfg.StorePathRootDir
 	sc.Logger = b.log.WithField("component", "ha")
 	sc.Now = b.now
-	s, err := hawire.NewSlave(sc, b.store, b.disc)
+	s, err := hawire.NewSlave(sc, b.store, disc)
 	if err != nil {
 		return nil, fmt.Errorf("HA slave: %w", err)
 	}
@@ -436,13 +445,12 @@ func (b *Broker) SetBeforePromote(fn func(ctx context.Context) error) {
 // InSyncSlaves lists the brokerIds of the slaves the HA master counts in sync (none on a
 // slave).
 func (b *Broker) InSyncSlaves() []int64 {
-	b.role.mu.Lock()
-	defer b.role.mu.Unlock()
-	if !b.cfg.IsMaster() || b.master == nil {
+	v := b.view()
+	if !v.isMaster() || v.master == nil {
 		return nil
 	}
 	var out []int64
-	for _, s := range b.master.Status().Slaves {
+	for _, s := range v.master.Status().Slaves {
 		if s.InSync && s.Streaming {
 			out = append(out, s.BrokerID)
 		}
@@ -453,13 +461,12 @@ func (b *Broker) InSyncSlaves() []int64 {
 // SlaveCaughtUp reports whether the slave with brokerId id acknowledged everything the
 // master's log holds (a graceful switchover waits for it with writes fenced).
 func (b *Broker) SlaveCaughtUp(id int64) bool {
-	b.role.mu.Lock()
-	defer b.role.mu.Unlock()
-	if !b.cfg.IsMaster() || b.master == nil {
+	v := b.view()
+	if !v.isMaster() || v.master == nil {
 		return false
 	}
 	max := b.store.MaxOffset()
-	for _, s := range b.master.Status().Slaves {
+	for _, s := range v.master.Status().Slaves {
 		if s.BrokerID == id && s.Streaming && s.AckOffset >= max {
 			return true
 		}
@@ -469,26 +476,19 @@ func (b *Broker) SlaveCaughtUp(id int64) bool {
 
 // LearnMaster tells a slave where its master's HA port is (the failover lock's holder).
 func (b *Broker) LearnMaster(haAddr string) {
-	b.role.mu.Lock()
-	d := b.disc
-	b.role.mu.Unlock()
-	if d != nil && haAddr != "" {
+	if d := b.view().disc; d != nil && haAddr != "" {
 		d.learn(haAddr)
 	}
 }
 
 // HAServerAddr is the HA address advertised while the broker is master ("" as a slave).
 func (b *Broker) HAServerAddr() string {
-	b.role.mu.Lock()
-	defer b.role.mu.Unlock()
-	return b.haServerAddr
+	return b.view().haServerAddr
 }
 
 // IsMaster reports whether the broker currently serves as master.
 func (b *Broker) IsMaster() bool {
-	b.role.mu.Lock()
-	defer b.role.mu.Unlock()
-	return b.cfg.IsMaster()
+	return b.view().isMaster()
 }
 
 // SetFailoverStatus adds the election's view (epoch, lock holder, in-sync set) to Status.
@@ -497,13 +497,6 @@ func (b *Broker) SetFailoverStatus(fn func() any) { b.role.status.Store(&fn) }
 // roleStatus completes Status after a role switch: the replaced HA side is not reported.
 func (b *Broker) roleStatus(st *Status) {
 	st.WritesFenced = b.role.fenced.Load()
-	if b.role.switches.Load() > 0 || b.role.slaveClosed {
-		if b.cfg.IsMaster() {
-			st.HASlave = nil
-		} else {
-			st.HAMaster = nil
-		}
-	}
 	if fn := b.role.status.Load(); fn != nil {
 		st.Failover = (*fn)()
 	}

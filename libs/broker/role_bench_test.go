@@ -49,7 +49,7 @@ func BenchmarkPromotedMasterSend(b *testing.B) {
 		bcfg := slaveConfig(b, a.HAAddr())
 		bcfg.MappedFileSizeCommitLog = 64 << 20
 		s := startBroker(b, bcfg)
-		require.Eventually(b, func() bool { return a.master.InSyncCount() == 2 }, 10*time.Second, 5*time.Millisecond)
+		require.Eventually(b, func() bool { return a.view().master.InSyncCount() == 2 }, 10*time.Second, 5*time.Millisecond)
 		c := newTestClient(b)
 		configured := sendRate(b, c, a.Addr(), time.Second)
 
@@ -60,7 +60,7 @@ func BenchmarkPromotedMasterSend(b *testing.B) {
 		cancel()
 		fctx, fcancel := context.WithCancel(context.Background())
 		a.FollowMaster(fctx, hawire.StaticDiscovery(s.HAAddr()))
-		require.Eventually(b, func() bool { return s.master.InSyncCount() == 2 }, 30*time.Second, 5*time.Millisecond)
+		require.Eventually(b, func() bool { return s.view().master.InSyncCount() == 2 }, 30*time.Second, 5*time.Millisecond)
 		promoted := sendRate(b, c, s.Addr(), time.Second)
 		fcancel()
 		b.ReportMetric(configured, "configured_msgs/s")

@@ -182,9 +182,10 @@ func bornHostOf(w remoting.ResponseWriter) netip.AddrPort {
 }
 
 // refuseWrite answers a write on a broker that cannot take one; it reports whether it did.
-func (b *Broker) refuseWrite(w remoting.ResponseWriter, req *remoting.Command) bool {
+// v is the role view the request is handled in, from start to answer.
+func (b *Broker) refuseWrite(v *roleView, w remoting.ResponseWriter, req *remoting.Command) bool {
 	switch {
-	case !b.cfg.IsMaster():
+	case !v.isMaster():
 		b.reply(w, req, remoting.ServiceNotAvailable, "slave is read-only: send to the master (brokerId 0) of "+b.cfg.BrokerName)
 	case !b.running():
 		b.reply(w, req, remoting.ServiceNotAvailable, "broker is shutting down")
@@ -276,7 +277,10 @@ func bornHostOfString(w remoting.ResponseWriter) string {
 func (b *Broker) handleSend(w remoting.ResponseWriter, req *remoting.Command) {
 	b.sends.Add(1)
 	w = b.metrics.instrumentSend(w)
-	if b.refuseWrite(w, req) {
+	// One role view for the whole request: a send that passed the role check waits for the
+	// replication of the HA master it was appended under (closed by a demotion: not SEND_OK).
+	v := b.view()
+	if b.refuseWrite(v, w, req) {
 		return
 	}
 	h, err := decodeSendHeader(req)
@@ -285,7 +289,7 @@ func (b *Broker) handleSend(w remoting.ResponseWriter, req *remoting.Command) {
 		return
 	}
 	if req.Code == remoting.SendBatchMessage || h.batch {
-		b.sendBatch(w, req, &h)
+		b.sendBatch(v, w, req, &h)
 		return
 	}
 	if len(req.Body) > b.cfg.MaxMessageSize {
@@ -330,8 +334,8 @@ func (b *Broker) handleSend(w remoting.ResponseWriter, req *remoting.Command) {
 			}
 		}
 	}
-	if b.master != nil {
-		if err := b.master.CanAccept(); err != nil {
+	if v.master != nil {
+		if err := v.master.CanAccept(); err != nil {
 			b.sendRejects.Add(1)
 			b.reply(w, req, remoting.SystemError, fmt.Sprintf("in-sync replicas not enough: fewer than minInSyncReplicas=%d copies in sync, message not stored", b.cfg.MinInSyncReplicas))
 			return
@@ -373,10 +377,10 @@ func (b *Broker) handleSend(w remoting.ResponseWriter, req *remoting.Command) {
 	if u := pm[propUniqKey]; u != "" {
 		resp.ExtFields["transactionId"] = u
 	}
-	b.complete(w, resp, res.EndOffset, wait, arrival)
+	b.complete(v, w, resp, res.EndOffset, wait, arrival)
 }
 
-func (b *Broker) sendBatch(w remoting.ResponseWriter, req *remoting.Command, h *sendHeader) {
+func (b *Broker) sendBatch(v *roleView, w remoting.ResponseWriter, req *remoting.Command, h *sendHeader) {
 	members, err := decodeBatch(req.Body)
 	if err != nil {
 		b.reply(w, req, remoting.MessageIllegal, err.Error())
@@ -398,8 +402,8 @@ func (b *Broker) sendBatch(w remoting.ResponseWriter, req *remoting.Command, h *
 	if !ok {
 		return
 	}
-	if b.master != nil {
-		if err := b.master.CanAccept(); err != nil {
+	if v.master != nil {
+		if err := v.master.CanAccept(); err != nil {
 			b.sendRejects.Add(1)
 			b.reply(w, req, remoting.SystemError, fmt.Sprintf("in-sync replicas not enough: fewer than minInSyncReplicas=%d copies in sync, message not stored", b.cfg.MinInSyncReplicas))
 			return
@@ -440,7 +444,7 @@ func (b *Broker) sendBatch(w remoting.ResponseWriter, req *remoting.Command, h *
 	resp.ExtFields["queueOffset"] = strconv.FormatInt(results[0].QueueOffset, 10)
 	resp.ExtFields["MSG_REGION"] = regionDefault
 	resp.ExtFields["TRACE_ON"] = "true"
-	b.complete(w, resp, results[len(results)-1].EndOffset, wait, arrival)
+	b.complete(v, w, resp, results[len(results)-1].EndOffset, wait, arrival)
 }
 
 func (b *Broker) replyStoreError(w remoting.ResponseWriter, req *remoting.Command, err error) {
@@ -459,10 +463,10 @@ func (b *Broker) replyStoreError(w remoting.ResponseWriter, req *remoting.Comman
 // complete finishes a stored send: with nothing to wait for it answers at once; otherwise the
 // flush and replication waits are registered now (deadlines fixed at arrival) and the send
 // pipeline answers when they complete.
-func (b *Broker) complete(w remoting.ResponseWriter, resp *remoting.Command, endOffset int64, wait bool, arrival time.Time) {
+func (b *Broker) complete(v *roleView, w remoting.ResponseWriter, resp *remoting.Command, endOffset int64, wait bool, arrival time.Time) {
 	resp.ExtFields["stored"] = "true"
 	syncFlush := wait && b.cfg.FlushDiskType == FlushSync
-	syncRepl := wait && b.cfg.BrokerRole == RoleSyncMaster && b.master != nil
+	syncRepl := wait && v.role == RoleSyncMaster && v.master != nil
 	if !syncFlush && !syncRepl {
 		resp.ExtFields["replicas"] = "1"
 		if b.cfg.FlushDiskType == FlushSync {
@@ -476,7 +480,7 @@ func (b *Broker) complete(w remoting.ResponseWriter, resp *remoting.Command, end
 		p.flush = b.store.WaitFlush(endOffset, arrival.Add(b.cfg.SyncFlushTimeout))
 	}
 	if syncRepl {
-		p.repl = b.master.WaitReplicated(endOffset, arrival.Add(b.cfg.SlaveTimeout))
+		p.repl = v.master.WaitReplicated(endOffset, arrival.Add(b.cfg.SlaveTimeout))
 	}
 	b.pipe.add(p)
 }

@@ -16,7 +16,7 @@ import (
 // The retry copy waits in SCHEDULE_TOPIC_XXXX for its delay level (3 + reconsumeTimes unless
 // the consumer asked for one) before the delay service stores it in the retry topic.
 func (b *Broker) handleSendBack(w remoting.ResponseWriter, req *remoting.Command) {
-	if b.refuseWrite(w, req) {
+	if b.refuseWrite(b.view(), w, req) {
 		return
 	}
 	group := req.Ext("group")

@@ -46,10 +46,11 @@ type Status struct {
 
 // Status reports role, identity, store offsets and replication state.
 func (b *Broker) Status() Status {
+	v := b.view()
 	st := Status{
-		Role: b.cfg.BrokerRole, Cluster: b.cfg.BrokerClusterName, BrokerName: b.cfg.BrokerName,
-		BrokerID: b.cfg.BrokerID, Addr: b.Addr(), AdvertisedAddr: b.brokerAddr, HAAddr: b.HAAddr(),
-		HAServerAddr: b.haServerAddr, Running: b.running(),
+		Role: v.role, Cluster: b.cfg.BrokerClusterName, BrokerName: b.cfg.BrokerName,
+		BrokerID: v.id, Addr: b.Addr(), AdvertisedAddr: b.brokerAddr, HAAddr: b.HAAddr(),
+		HAServerAddr: v.haServerAddr, Running: b.running(),
 		SendRequests: b.sends.Load(), SendRejects: b.sendRejects.Load(), PullRequests: b.pulls.Load(),
 		Namesrvs: b.cfg.NamesrvAddrs(),
 	}
@@ -70,12 +71,12 @@ func (b *Broker) Status() Status {
 	if b.holds != nil {
 		st.HeldPulls = b.holds.heldCount()
 	}
-	if b.master != nil {
-		ms := b.master.Status()
+	if v.master != nil {
+		ms := v.master.Status()
 		st.HAMaster = &ms
 	}
-	if b.slave != nil {
-		ss := b.slave.Status()
+	if v.slave != nil {
+		ss := v.slave.Status()
 		st.HASlave = &ss
 	}
 	b.roleStatus(&st)
@@ -93,8 +94,8 @@ func (b *Broker) Healthy() error {
 	if b.store != nil && b.store.Err() != nil {
 		return b.store.Err()
 	}
-	if b.slave != nil {
-		if s := b.slave.Status(); s.State == hawire.SlaveFailed.String() {
+	if sl := b.view().slave; sl != nil {
+		if s := sl.Status(); s.State == hawire.SlaveFailed.String() {
 			return errors.New("replication stopped: " + s.LastError)
 		}
 	}

@@ -71,6 +71,18 @@ func (k *Consul) CAS(ctx context.Context, key string, value []byte, index uint64
 	return ok, err
 }
 
+func (k *Consul) List(ctx context.Context, prefix string) ([]KV, error) {
+	ps, _, err := k.c.KV().List(prefix, (&consul.QueryOptions{RequireConsistent: true}).WithContext(ctx))
+	if err != nil {
+		return nil, err
+	}
+	out := make([]KV, 0, len(ps))
+	for _, p := range ps {
+		out = append(out, KV{Key: p.Key, Value: p.Value, ModifyIndex: p.ModifyIndex, Session: p.Session})
+	}
+	return out, nil
+}
+
 func (k *Consul) Delete(ctx context.Context, key string) error {
 	_, err := k.c.KV().Delete(key, (&consul.WriteOptions{}).WithContext(ctx))
 	return err

@@ -7,6 +7,8 @@ import (
 
 // KV is one key of the coordinator's store.
 type KV struct {
+	// Key is set by List.
+	Key         string
 	Value       []byte
 	ModifyIndex uint64
 	// Session holds the key as a lock ("" when nobody does).
@@ -36,4 +38,6 @@ type Coordinator interface {
 	CAS(ctx context.Context, key string, value []byte, index uint64) (bool, error)
 	// Delete removes a key.
 	Delete(ctx context.Context, key string) error
+	// List reads every key under prefix, in key order.
+	List(ctx context.Context, prefix string) ([]KV, error)
 }

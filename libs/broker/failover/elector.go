@@ -19,6 +19,8 @@ type Node interface {
 	IsMaster() bool
 	// Epoch is the broker's HA epoch.
 	Epoch() int64
+	// MaxOffset is the end of the broker's log (a slave's replicated position).
+	MaxOffset() int64
 	// Promote makes the broker master at an epoch of at least epoch and returns it.
 	Promote(ctx context.Context, epoch int64) (int64, error)
 	// Demote makes the broker a slave (writes fenced first).
@@ -75,6 +77,9 @@ type Elector struct {
 	published   *State
 	pubIndex    uint64
 	lastNote    time.Time
+	cand        *Candidate // last candidacy written (with candSess)
+	candSess    string
+	freeSince   time.Time // when this slave first saw the lock free (zero: held)
 
 	stMu sync.Mutex
 	st   Status
@@ -311,7 +316,9 @@ func (e *Elector) Step(ctx context.Context) {
 		e.log.WithField("session", kv.Session).Warn("ended this node's stale session")
 		return
 	}
+	e.advertise(ctx)
 	if held && !mine {
+		e.freeSince = time.Time{}
 		if leader != nil && leader.HAAddr != "" {
 			e.n.Follow(leader.HAAddr)
 		}
@@ -347,11 +354,19 @@ func (e *Elector) tryTakeOver(ctx context.Context) {
 		e.note("state not read", err)
 		return
 	}
-	if !st.Eligible(e.cfg.Node, false) {
-		if !e.cfg.Unclean || st.Handover != 0 {
-			e.note("lock free but this node is not in the in-sync set", nil)
-			return
-		}
+	clean := st.Eligible(e.cfg.Node, false)
+	if !clean && (!e.cfg.Unclean || st.Handover != 0) {
+		e.note("lock free but this node is not in the in-sync set", nil)
+		return
+	}
+	if e.freeSince.IsZero() {
+		e.freeSince = e.now()
+	}
+	if other, wait := e.deferTo(ctx, st, clean); wait {
+		e.note(fmt.Sprintf("lock free: deferring to node %d (further ahead, or still settling)", other), nil)
+		return
+	}
+	if !clean {
 		e.log.WithField("inSync", st.InSync).Warn("unclean takeover: this node is not in the published in-sync set; messages the old master acknowledged may be lost")
 	}
 	start := e.now()
@@ -368,6 +383,7 @@ func (e *Elector) tryTakeOver(ctx context.Context) {
 		return
 	}
 	e.log.Warn("lock acquired: taking over")
+	e.freeSince = time.Time{}
 	// Bump the epoch with compare-and-set: of two writers only one wins an index.
 	var next int64
 	var prev *State
@@ -405,6 +421,7 @@ func (e *Elector) tryTakeOver(ctx context.Context) {
 		return
 	}
 	took := e.now().Sub(start)
+	e.withdraw(ctx)
 	// The broker may have started a higher epoch than asked (its own file was ahead).
 	e.published, e.pubIndex = nil, 0
 	pub := State{Epoch: ep, Master: e.cfg.Node, InSync: []int64{e.cfg.Node}}
@@ -428,6 +445,64 @@ func (e *Elector) tryTakeOver(ctx context.Context) {
 	e.st.LastPromoteMs = took.Milliseconds()
 	e.stMu.Unlock()
 	e.log.WithFields(logrus.Fields{"epoch": ep, "took": took.String()}).Warn("took over as master")
+}
+
+// advertise keeps this slave's candidacy (epoch, log end) current under its session: the
+// slaves eligible for a free lock compare candidacies so that the one furthest ahead takes
+// over. Written only when it changed (a replicating slave's log end moves; the write rate
+// is at most one per step).
+func (e *Elector) advertise(ctx context.Context) {
+	c := Candidate{Node: e.cfg.Node, Epoch: e.n.Epoch(), MaxOffset: e.n.MaxOffset()}
+	if e.cand != nil && *e.cand == c && e.candSess == e.sess {
+		return
+	}
+	octx, cancel := e.op(ctx)
+	ok, err := e.c.Acquire(octx, CandidateKey(e.cfg.Cluster, e.cfg.BrokerName, e.cfg.Node), e.sess, encode(c))
+	cancel()
+	if err != nil || !ok {
+		e.cand = nil
+		return
+	}
+	e.cand, e.candSess = &c, e.sess
+}
+
+// withdraw removes this node's candidacy (it became master).
+func (e *Elector) withdraw(ctx context.Context) {
+	octx, cancel := e.op(ctx)
+	_ = e.c.Delete(octx, CandidateKey(e.cfg.Cluster, e.cfg.BrokerName, e.cfg.Node))
+	cancel()
+	e.cand = nil
+}
+
+// deferTo reports whether this slave should leave a free lock to another live candidate:
+// one eligible under st that is further ahead (later epoch, longer log, lower id), or any
+// eligible one when this node takes over uncleanly. While another eligible candidate is alive
+// it also waits PollInterval after first seeing the lock free, so that every candidacy shows
+// the log end it had when the master stopped. Without candidacies (none alive but its own)
+// it does not wait.
+func (e *Elector) deferTo(ctx context.Context, st *State, clean bool) (int64, bool) {
+	octx, cancel := e.op(ctx)
+	list, err := e.c.List(octx, CandidatePrefix(e.cfg.Cluster, e.cfg.BrokerName))
+	cancel()
+	if err != nil {
+		return 0, true // decide with the candidacies in view, next round
+	}
+	me := Candidate{Node: e.cfg.Node, Epoch: e.n.Epoch(), MaxOffset: e.n.MaxOffset()}
+	rivals := false
+	for _, kv := range list {
+		c, err := decode[Candidate](kv.Value)
+		if err != nil || c == nil || c.Node == e.cfg.Node || kv.Session == "" || !st.Eligible(c.Node, false) {
+			continue
+		}
+		if !clean || c.ahead(me) {
+			return c.Node, true
+		}
+		rivals = true
+	}
+	if rivals && e.now().Sub(e.freeSince) < e.cfg.PollInterval {
+		return 0, true
+	}
+	return 0, false
 }
 
 // giveUp undoes a takeover that cannot complete: the in-sync set of before comes back (with

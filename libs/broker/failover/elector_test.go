@@ -28,6 +28,7 @@ type fakeNode struct {
 	id       int64
 	master   bool
 	epoch    int64
+	offset   int64
 	fenced   bool
 	inSync   []int64
 	caughtUp bool
@@ -37,6 +38,16 @@ type fakeNode struct {
 
 func (n *fakeNode) IsMaster() bool { n.mu.Lock(); defer n.mu.Unlock(); return n.master }
 func (n *fakeNode) Epoch() int64   { n.mu.Lock(); defer n.mu.Unlock(); return n.epoch }
+func (n *fakeNode) MaxOffset() int64 {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	return n.offset
+}
+func (n *fakeNode) setPos(epoch, offset int64) {
+	n.mu.Lock()
+	n.epoch, n.offset = epoch, offset
+	n.mu.Unlock()
+}
 func (n *fakeNode) Promote(_ context.Context, e int64) (int64, error) {
 	n.mu.Lock()
 	defer n.mu.Unlock()
@@ -301,4 +312,81 @@ func TestSwitchoverHelper(t *testing.T) {
 	require.Greater(t, res.ToEpoch, res.FromEpoch)
 	_, err = RequestSwitchover(ctx, g.coord, "c", "b", 2, time.Millisecond, time.Now)
 	require.ErrorIs(t, err, ErrNoCandidate)
+}
+
+// killMaster lets node i's lease run out (nothing passes it) while the others step.
+func (g *group) runWithout(i, rounds int) {
+	for r := 0; r < rounds; r++ {
+		g.clk.add(250 * time.Millisecond)
+		g.step(i)
+	}
+}
+
+func TestFurthestAheadSlaveTakesOver(t *testing.T) {
+	g := newGroup(t, 3, nil)
+	g.step()
+	require.Equal(t, []int{0}, g.masters())
+	g.nodes[0].mu.Lock()
+	g.nodes[0].inSync = []int64{2, 3}
+	g.nodes[0].mu.Unlock()
+	g.nodes[1].setPos(1, 900)  // node 2: behind (acknowledged less)
+	g.nodes[2].setPos(1, 1000) // node 3: holds everything
+	g.step()
+	require.Equal(t, []int64{1, 2, 3}, g.state(t).InSync)
+
+	g.runWithout(0, 12)
+	require.Equal(t, []int{0, 2}, g.masters(), "node 3, furthest ahead, took over; node 2 deferred")
+	require.Equal(t, int64(3), g.state(t).Master)
+	_, ok, err := g.coord.Get(context.Background(), CandidateKey("c", "b", 3))
+	require.NoError(t, err)
+	require.False(t, ok, "the new master withdrew its candidacy")
+}
+
+func TestEqualCandidatesLowerIDWins(t *testing.T) {
+	g := newGroup(t, 3, nil)
+	g.step()
+	g.nodes[0].mu.Lock()
+	g.nodes[0].inSync = []int64{2, 3}
+	g.nodes[0].mu.Unlock()
+	g.nodes[1].setPos(1, 500)
+	g.nodes[2].setPos(1, 500)
+	g.step()
+	g.runWithout(0, 12)
+	require.Equal(t, []int{0, 1}, g.masters())
+}
+
+func TestLaterEpochBeatsLongerLog(t *testing.T) {
+	require.True(t, Candidate{Node: 3, Epoch: 4, MaxOffset: 10}.ahead(Candidate{Node: 2, Epoch: 3, MaxOffset: 99}))
+	require.False(t, Candidate{Node: 3, Epoch: 3, MaxOffset: 10}.ahead(Candidate{Node: 2, Epoch: 3, MaxOffset: 10}))
+}
+
+func TestDeadBetterCandidateDoesNotBlock(t *testing.T) {
+	g := newGroup(t, 3, nil)
+	g.step()
+	g.nodes[0].mu.Lock()
+	g.nodes[0].inSync = []int64{2, 3}
+	g.nodes[0].mu.Unlock()
+	g.nodes[1].setPos(1, 400)
+	g.nodes[2].setPos(1, 1000)
+	g.step()
+	// Master and the furthest slave die together: node 2 takes over once node 3's lease ended.
+	for r := 0; r < 16; r++ {
+		g.clk.add(250 * time.Millisecond)
+		g.step(0, 2)
+	}
+	require.Contains(t, g.masters(), 1)
+	require.Equal(t, int64(2), g.state(t).Master)
+}
+
+func TestUncleanDefersToInSyncCandidate(t *testing.T) {
+	g := newGroup(t, 3, func(c *Config) { c.Unclean = true })
+	g.step()
+	g.nodes[0].mu.Lock()
+	g.nodes[0].inSync = []int64{3}
+	g.nodes[0].mu.Unlock()
+	g.nodes[1].setPos(1, 2000) // out of sync (the set says so), however long its log
+	g.nodes[2].setPos(1, 1000)
+	g.step()
+	g.runWithout(0, 12)
+	require.Equal(t, int64(3), g.state(t).Master, "the in-sync candidate goes first")
 }

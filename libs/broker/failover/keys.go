@@ -20,6 +20,36 @@ func SwitchoverKey(cluster, brokerName string) string {
 	return LeaderKey(cluster, brokerName) + "/switchover"
 }
 
+// CandidatePrefix holds the slaves' candidacies: CandidatePrefix(c, b) + <node>.
+func CandidatePrefix(cluster, brokerName string) string {
+	return LeaderKey(cluster, brokerName) + "/candidates/"
+}
+
+// CandidateKey is node's candidacy, held by its session (so a dead node's candidacy is
+// released with its lease).
+func CandidateKey(cluster, brokerName string, node int64) string {
+	return CandidatePrefix(cluster, brokerName) + itoa(node)
+}
+
+// Candidate is what a slave advertises: how far its log reaches.
+type Candidate struct {
+	Node      int64 `json:"node"`
+	Epoch     int64 `json:"epoch"`
+	MaxOffset int64 `json:"maxOffset"`
+}
+
+// ahead reports whether c should take over before o: a later epoch, then a longer log, then
+// the lower node id.
+func (c Candidate) ahead(o Candidate) bool {
+	if c.Epoch != o.Epoch {
+		return c.Epoch > o.Epoch
+	}
+	if c.MaxOffset != o.MaxOffset {
+		return c.MaxOffset > o.MaxOffset
+	}
+	return c.Node < o.Node
+}
+
 // CheckID is the node's lease check in the coordinator.
 func CheckID(cluster, brokerName string, node int64) string {
 	return "rmqha-failover/" + cluster + "/" + brokerName + "/" + itoa(node)

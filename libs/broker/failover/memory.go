@@ -3,7 +3,9 @@ package failover
 import (
 	"context"
 	"errors"
+	"slices"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 )
@@ -168,6 +170,21 @@ func (m *MemCoordinator) CAS(_ context.Context, key string, value []byte, index 
 	m.index++
 	m.kv[key] = KV{Value: append([]byte(nil), value...), ModifyIndex: m.index, Session: v.Session}
 	return true, nil
+}
+
+func (m *MemCoordinator) List(_ context.Context, prefix string) ([]KV, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.expire()
+	var out []KV
+	for k, v := range m.kv {
+		if strings.HasPrefix(k, prefix) {
+			v.Key = k
+			out = append(out, v)
+		}
+	}
+	slices.SortFunc(out, func(a, b KV) int { return strings.Compare(a.Key, b.Key) })
+	return out, nil
 }
 
 func (m *MemCoordinator) Delete(_ context.Context, key string) error {

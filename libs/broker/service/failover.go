@@ -16,6 +16,9 @@ type brokerNode struct{ b *broker.Broker }
 
 func (n brokerNode) IsMaster() bool { return n.b.IsMaster() }
 func (n brokerNode) Epoch() int64   { return n.b.Epoch() }
+func (n brokerNode) MaxOffset() int64 {
+	return n.b.Store().MaxOffset()
+}
 func (n brokerNode) Promote(ctx context.Context, epoch int64) (int64, error) {
 	return n.b.Promote(ctx, epoch)
 }
