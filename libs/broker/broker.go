@@ -34,10 +34,13 @@ type Broker struct {
 	holds   *holdService
 	pipe    *sendPipeline
 	levels  schedule.Levels
-	locks   *queueLocks
-	httpSrv *httpServer
-	metrics *brokerMetrics
-	role    roleState // in-process role switching (role.go)
+	// delivered is the delay-delivery progress seen in the log (a promoted slave resumes
+	// after the deliveries it replicated).
+	delivered *schedule.Delivered
+	locks     *queueLocks
+	httpSrv   *httpServer
+	metrics   *brokerMetrics
+	role      roleState // in-process role switching (role.go)
 	// rv is the role-dependent state (role, brokerId, HA master or slave, delay delivery),
 	// replaced whole by a role switch and read without locks by request handlers (role.go).
 	rv atomic.Pointer[roleView]
@@ -225,7 +228,8 @@ func (b *Broker) start() error {
 	if err != nil {
 		return err
 	}
-	scfg.TagsCode = schedule.TagsCode(b.levels)
+	b.delivered = schedule.NewDelivered(b.levels)
+	scfg.TagsCode = schedule.TagsCodeObserving(b.levels, b.delivered)
 	if cfg.StoreFS != nil {
 		scfg.FS = cfg.StoreFS
 	}

@@ -363,6 +363,7 @@ func (b *Broker) newHASlave(cfg Config, disc *regDiscovery) (*hawire.Slave, erro
 func (b *Broker) newDelayService() (*schedule.Service, error) {
 	dc := schedule.DefaultConfig()
 	dc.Levels = b.levels
+	dc.Delivered = b.delivered
 	dc.Logger = b.log.WithField("component", "schedule")
 	dc.Now = b.now
 	d, err := schedule.New(dc, b.store, b.tables.Delay, storePutter{b.store})

@@ -2,9 +2,11 @@ package broker
 
 import (
 	"context"
+	"strconv"
 	"testing"
 	"time"
 
+	"github.com/rmqha/rmqha/libs/broker/schedule"
 	"github.com/rmqha/rmqha/libs/hawire"
 	"github.com/rmqha/rmqha/libs/remoting"
 	"github.com/stretchr/testify/require"
@@ -101,4 +103,49 @@ func TestPrepareEpoch(t *testing.T) {
 	require.NoError(t, prepareEpoch(dir, 3, 300))
 	e2, _ := hawire.LoadEpochFile(dir)
 	require.Equal(t, e, e2)
+}
+
+// TestPromotedSlaveResumesDelayedDeliveryFromTheLog: the master delivers delayed messages and
+// dies before its delay offsets reach the slave (here: the slave's table never learns them);
+// the promoted slave resumes each level after the deliveries it replicated, so no message is
+// delivered twice, and a message still waiting is delivered once by the new master.
+func TestPromotedSlaveResumesDelayedDeliveryFromTheLog(t *testing.T) {
+	a := startBroker(t, syncMasterConfig(t))
+	bcfg := slaveConfig(t, a.HAAddr())
+	b := startBroker(t, bcfg)
+	a.SetPromotion(PromotionConfig{SlaveID: 1})
+	c := newTestClient(t)
+	require.Eventually(t, func() bool { return len(a.InSyncSlaves()) == 1 }, 10*time.Second, 5*time.Millisecond)
+	for i := 0; i < 5; i++ {
+		body := "d" + strconv.Itoa(i)
+		resp := invoke(t, c, a.Addr(), remoting.SendMessage, sendExt("DLY", 0, props("DELAY", "1", "UNIQ_KEY", "ID"+body)), []byte(body))
+		require.Equal(t, remoting.Success, resp.Code, resp.Remark)
+	}
+	// All five delivered on the master and replicated to the slave.
+	require.Eventually(t, func() bool { return b.store.QueueMaxOffset("DLY", 0) == 5 }, 10*time.Second, 5*time.Millisecond)
+	_, p := recordAt(t, b, "DLY", 0, 4)
+	require.Equal(t, "1:4", p[schedule.PropertyDelaySource])
+	off, _ := b.tables.Delay.Get(1)
+	require.Zero(t, off, "the slave's delay table is stale (nothing synced it)")
+
+	// One more, long enough to be still waiting at the switch (level 18 = 360ms here).
+	resp := invoke(t, c, a.Addr(), remoting.SendMessage, sendExt("DLY", 0, props("DELAY", "18", "UNIQ_KEY", "IDlate")), []byte("late"))
+	require.Equal(t, remoting.Success, resp.Code, resp.Remark)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	require.NoError(t, a.Demote(ctx))
+	_, err := b.Promote(ctx, a.Epoch()+1)
+	require.NoError(t, err)
+
+	require.Eventually(t, func() bool { return b.store.QueueMaxOffset("DLY", 0) >= 6 }, 10*time.Second, 5*time.Millisecond)
+	time.Sleep(500 * time.Millisecond) // a redelivery of level 1 would have happened by now (20ms)
+	require.Equal(t, int64(6), b.store.QueueMaxOffset("DLY", 0), "each delayed message delivered exactly once")
+	seen := map[string]int{}
+	for o := int64(0); o < 6; o++ {
+		rec, _ := recordAt(t, b, "DLY", 0, o)
+		seen[string(rec.Body)]++
+	}
+	require.Equal(t, map[string]int{"d0": 1, "d1": 1, "d2": 1, "d3": 1, "d4": 1, "late": 1}, seen)
+	off, _ = b.tables.Delay.Get(1)
+	require.Equal(t, int64(5), off, "level 1 resumed after the replicated deliveries")
 }

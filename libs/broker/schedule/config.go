@@ -25,6 +25,9 @@ type Config struct {
 	// before it looks at its queue again anyway: a safety net against a
 	// missed notification, not the delivery mechanism. Default 5s.
 	IdleRecheck time.Duration
+	// Delivered, when set, is the delivery progress seen in the log (TagsCodeObserving):
+	// Start resumes each level after the later of it and the offsets table.
+	Delivered *Delivered
 	// Logger receives structured logs. Default: discards.
 	Logger logrus.FieldLogger
 	// Now is the clock that decides whether a message is due. Default

@@ -69,7 +69,11 @@ func (l Levels) ToSchedule(m *commitlog.Message, level int) error {
 // (RocketMQ keeps them on the delivered message). Flag, body, sysflag, born
 // timestamp and host and reconsume times are copied; the store timestamp is
 // not (the append sets a new one). Body aliases rec.Body.
-func Restore(rec *commitlog.Record) (*commitlog.Message, error) {
+func Restore(rec *commitlog.Record) (*commitlog.Message, error) { return restore(rec, 0) }
+
+// restore is Restore; with level > 0 the copy carries PropertyDelaySource (level, the
+// record's queue offset).
+func restore(rec *commitlog.Record, level int) (*commitlog.Message, error) {
 	if rec.Topic != Topic {
 		return nil, fmt.Errorf("%w: topic %q", ErrNotScheduled, rec.Topic)
 	}
@@ -84,6 +88,9 @@ func Restore(rec *commitlog.Record) (*commitlog.Message, error) {
 	}
 	delete(props, PropertyDelay)
 	delete(props, propertyWait)
+	if level > 0 {
+		props[PropertyDelaySource] = deliverySource(level, rec.QueueOffset)
+	}
 	return &commitlog.Message{
 		Topic:          topic,
 		QueueID:        int32(qid),

@@ -138,6 +138,13 @@ func (s *Service) Start() error {
 	s.noFinal.Store(false)
 	for i := range s.cfg.Levels {
 		off, _ := s.offsets.Get(int32(i + 1))
+		if seen := s.cfg.Delivered.Next(i + 1); seen > off {
+			// The log holds deliveries the offsets table does not know (a promoted slave
+			// whose synced table is older than what it replicated).
+			s.log.WithFields(logrus.Fields{"level": i + 1, "table": off, "log": seen}).Warn("delay progress taken from the delivered copies in the log")
+			off = seen
+			s.advance(i+1, off)
+		}
 		s.wg.Add(1)
 		go s.runLevel(i+1, off, s.stop)
 	}
@@ -426,7 +433,7 @@ func (s *Service) runLevel(level int, off int64, stop <-chan struct{}) {
 			if !s.waitDue(st, s.wake[level-1], due, delay, stop) {
 				return
 			}
-			msg, err := Restore(rec)
+			msg, err := restore(rec, level)
 			if err != nil {
 				log.WithError(err).WithField("offset", rec.QueueOffset).Error("scheduled message cannot be restored; skipped")
 				st.skipped.Add(1)
