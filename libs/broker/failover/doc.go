@@ -54,11 +54,22 @@
 // broker's /status under "failover"; mqadmin switchover -b <brokerName> hands the master role
 // over on command.
 //
+// # Choosing among several slaves
+//
+//	KV      rmqha/leader/<cluster>/<brokerName>/candidates/<node>   Candidate JSON (epoch,
+//	                                                       maxOffset), held by the node's session
+//
+// Every slave keeps a candidacy with its last epoch and log end, rewritten when they change
+// and released with its session. A slave that finds the lock free and is eligible leaves it to
+// a live eligible candidate further ahead (later epoch, then longer log, then lower node id),
+// and, while any other eligible candidate is alive, waits PollInterval after first seeing the
+// lock free so that every candidacy shows the log end it had when the master stopped. With
+// InSyncReplicas below the group size an acknowledged message may be on some in-sync slaves
+// only; the slave furthest ahead holds every message any surviving slave holds.
+//
 // # Limits
 //
-// Eligibility is membership of the published in-sync set. With one slave and SYNC_MASTER
-// every SEND_OK was acknowledged by that slave, so a takeover loses nothing. With several
-// slaves (InSyncReplicas below the group size) a member may lack messages another slave
-// acknowledged, and the set is republished at most every PollInterval: choosing the
-// candidate with the highest acknowledged offset is not done yet.
+// The in-sync set is republished at most every PollInterval; a slave that fell out of sync
+// within that window is still eligible, but loses to any candidate further ahead. A candidate
+// that is alive yet cannot promote (its promotion keeps failing) makes the others wait for it.
 package failover
