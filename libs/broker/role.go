@@ -5,10 +5,13 @@ import (
 	"fmt"
 	"net"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
 
+	"github.com/rmqha/rmqha/libs/broker/meta"
+	"github.com/rmqha/rmqha/libs/broker/route"
 	"github.com/rmqha/rmqha/libs/broker/schedule"
 	"github.com/rmqha/rmqha/libs/hawire"
 	"github.com/rmqha/rmqha/libs/remoting"
@@ -192,6 +195,9 @@ func (b *Broker) Promote(ctx context.Context, epoch int64) (int64, error) {
 			log.WithError(err).Warn("metadata sync before promotion failed; serving the tables as they are")
 		}
 	}
+	// The log is the truth for which queues exist: a topic the tables do not know yet (created
+	// on the old master after the last metadata sync) is taken from the consume queues.
+	b.recoverTopicsFromLog(log)
 	// 4. The new epoch, recorded before the HA master serves it.
 	if err := prepareEpoch(b.cfg.StorePathRootDir, epoch, max); err != nil {
 		return 0, b.promoteFailed(fmt.Errorf("%w: epoch file: %w", ErrRoleSwitch, err))
@@ -220,6 +226,39 @@ func (b *Broker) Promote(ctx context.Context, epoch int64) (int64, error) {
 	log.WithFields(logrus.Fields{"epoch": m.Epoch(), "maxOffset": max, "haServerAddr": haAddr,
 		"took": b.now().Sub(start).String()}).Warn("promoted to master")
 	return m.Epoch(), nil
+}
+
+// recoverTopicsFromLog adds every topic that has consume queues in the store but no entry
+// in the topic table, with as many queues as its highest queue id + 1 (read and write).
+// Retry and dead-letter topics get their usual configuration.
+func (b *Broker) recoverTopicsFromLog(log logrus.FieldLogger) {
+	for topic, qids := range b.store.Queues() {
+		if len(qids) == 0 || topic == schedule.Topic {
+			continue
+		}
+		if _, ok := b.tables.Topics.Get(topic); ok {
+			continue
+		}
+		n := qids[len(qids)-1] + 1
+		var err error
+		switch {
+		case strings.HasPrefix(topic, meta.RetryGroupTopicPrefix):
+			_, _, err = b.tables.Topics.CreateRetryTopic(strings.TrimPrefix(topic, meta.RetryGroupTopicPrefix), n)
+		case strings.HasPrefix(topic, meta.DLQGroupTopicPrefix):
+			_, _, err = b.tables.Topics.CreateDLQTopic(strings.TrimPrefix(topic, meta.DLQGroupTopicPrefix))
+		default:
+			tc := route.NewTopicConfig(topic)
+			tc.ReadQueueNums, tc.WriteQueueNums = n, n
+			tc.Perm = route.PermRead | route.PermWrite
+			_, _, err = b.tables.Topics.PutIfAbsent(tc)
+		}
+		f := log.WithFields(logrus.Fields{"topic": topic, "queues": n})
+		if err != nil {
+			f.WithError(err).Error("topic found in the log but not recorded")
+			continue
+		}
+		f.Warn("topic missing from the synced metadata: recovered from the log")
+	}
 }
 
 // promoteFailed leaves a broker whose promotion failed a fenced slave without replication;

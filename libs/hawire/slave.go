@@ -28,11 +28,14 @@ type Slave struct {
 	addr       string
 	conn       net.Conn
 	reconnects uint64
-	addrCh     chan struct{}
-	ctx        context.Context
-	cancel     context.CancelFunc
-	wg         sync.WaitGroup
-	started    bool
+	// truncations and truncatedBytes: divergent tails cut (see SlaveStatus).
+	truncations    uint64
+	truncatedBytes int64
+	addrCh         chan struct{}
+	ctx            context.Context
+	cancel         context.CancelFunc
+	wg             sync.WaitGroup
+	started        bool
 }
 
 // NewSlave validates cfg and loads the slave's epoch file, dropping entries
@@ -102,6 +105,7 @@ func (s *Slave) Status() SlaveStatus {
 	st := s.st.Status(lv, s.now())
 	st.MasterAddr = s.addr
 	st.Reconnects = s.reconnects
+	st.Truncations, st.TruncatedBytes = s.truncations, s.truncatedBytes
 	return st
 }
 
@@ -232,6 +236,13 @@ func (s *Slave) recover(rec Recovery) error {
 	lg := s.lg.WithField("offset", rec.Offset)
 	switch rec.Kind {
 	case RecoverTruncate:
+		before := s.log.MaxOffset()
+		defer func() {
+			s.mu.Lock()
+			s.truncations++
+			s.truncatedBytes += max(0, before-s.log.MaxOffset())
+			s.mu.Unlock()
+		}()
 		if rec.Offset <= s.log.MinOffset() {
 			lg.Warn("HA log shares nothing with the master; wiping it")
 			if err := s.log.Reset(s.log.MinOffset()); err != nil {

@@ -301,6 +301,11 @@ type SlaveStatus struct {
 	LastEpoch       int64
 	LastError       string
 	Reconnects      uint64
+	// Truncations and TruncatedBytes count the divergent tails this process cut (or wiped) at
+	// the master's request: bytes it held that the master's log does not. Under SYNC_MASTER
+	// none of them was acknowledged with SEND_OK; under ASYNC_MASTER they may have been.
+	Truncations    uint64
+	TruncatedBytes int64
 }
 
 // Status fills the state-machine part of the status.

@@ -63,6 +63,7 @@ type group struct {
 	env      []string
 	net      string // first three octets of the project's /24
 	services []string
+	files    []string // compose files after docker-compose.yml and the offline override
 
 	namesrvPort, masterPort, slavePort, masterHTTP, slaveHTTP int
 }
@@ -106,6 +107,9 @@ func (g *group) run(timeout time.Duration, args ...string) (string, error) {
 	full := append(append([]string{}, g.compose[1:]...), "-p", g.project,
 		"-f", filepath.Join(g.root, "docker-compose.yml"),
 		"-f", filepath.Join(g.root, "deploy", "docker-compose.offline.yml"))
+	for _, f := range g.files {
+		full = append(full, "-f", filepath.Join(g.root, f))
+	}
 	full = append(full, args...)
 	return runCmd(timeout, g.env, g.root, g.compose[0], full...)
 }
@@ -236,16 +240,22 @@ type brokerStatus struct {
 // status reads a broker's /status through its published HTTP port.
 func status(port int) (brokerStatus, error) {
 	var st brokerStatus
+	err := getJSON("http://127.0.0.1:"+strconv.Itoa(port)+"/status", &st)
+	return st, err
+}
+
+// getJSON decodes the JSON answer of a GET into v.
+func getJSON(url string, v any) error {
 	c := http.Client{Timeout: 3 * time.Second}
-	resp, err := c.Get("http://127.0.0.1:" + strconv.Itoa(port) + "/status")
+	resp, err := c.Get(url)
 	if err != nil {
-		return st, err
+		return err
 	}
 	defer resp.Body.Close()
 	if resp.StatusCode != http.StatusOK {
-		return st, errors.New(resp.Status)
+		return errors.New(resp.Status)
 	}
-	return st, json.NewDecoder(resp.Body).Decode(&st)
+	return json.NewDecoder(resp.Body).Decode(v)
 }
 
 // eventually polls cond until it returns nil or the deadline passes, then fails with its last error.

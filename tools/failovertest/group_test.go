@@ -113,7 +113,11 @@ type status struct {
 	MaxOffset    int64  `json:"maxOffset"`
 	Dispatched   int64  `json:"dispatchedOffset"`
 	WritesFenced bool   `json:"writesFenced"`
-	Failover     *struct {
+	HASlave      *struct {
+		Truncations    uint64 `json:"Truncations"`
+		TruncatedBytes int64  `json:"TruncatedBytes"`
+	} `json:"haSlave"`
+	Failover *struct {
 		Holder int64   `json:"lockHolder"`
 		Epoch  int64   `json:"epoch"`
 		InSync []int64 `json:"inSync"`

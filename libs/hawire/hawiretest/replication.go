@@ -401,6 +401,9 @@ func testDiverged(t *testing.T, newLog LogFactory) {
 			}
 			WaitCaughtUp(t, ml, sl, 30*time.Second)
 			RequireIdentical(t, ml, sl)
+			if st := s2.Status(); st.Truncations != 1 || st.TruncatedBytes != slaveMax-cut {
+				t.Fatalf("slave reports %d truncations of %d bytes, want 1 of %d", st.Truncations, st.TruncatedBytes, slaveMax-cut)
+			}
 			entries, err := hawire.LoadEpochFile(sdir)
 			if err != nil {
 				t.Fatal(err)
