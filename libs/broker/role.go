@@ -213,6 +213,7 @@ func (b *Broker) Promote(ctx context.Context, epoch int64) (int64, error) {
 		return 0, b.promoteFailed(fmt.Errorf("%w: %w", ErrRoleSwitch, err))
 	}
 	b.rv.Store(&roleView{role: mcfg.BrokerRole, id: 0, master: m, delay: d, haServerAddr: haAddr})
+	b.masterAddr.Store(b.brokerAddr)
 	b.role.delayCur.Store(d)
 	if err := d.Start(); err != nil {
 		log.WithError(err).Error("delay delivery not started")
@@ -518,6 +519,15 @@ func (b *Broker) SlaveCaughtUp(id int64) bool {
 func (b *Broker) LearnMaster(haAddr string) {
 	if d := b.view().disc; d != nil && haAddr != "" {
 		d.learn(haAddr)
+	}
+}
+
+// LearnMasterAddr tells a slave its master's client address (the failover lock's holder): the
+// metadata follower pulls the master's tables there without waiting for the next
+// registration to name it.
+func (b *Broker) LearnMasterAddr(addr string) {
+	if addr != "" && !b.view().isMaster() {
+		b.masterAddr.Store(addr)
 	}
 }
 

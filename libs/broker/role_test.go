@@ -152,3 +152,12 @@ func TestPromotedSlaveResumesDelayedDeliveryFromTheLog(t *testing.T) {
 	off, _ = b.tables.Delay.Get(1)
 	require.Equal(t, int64(5), off, "level 1 resumed after the replicated deliveries")
 }
+
+func TestLearnMasterAddr(t *testing.T) {
+	m := startBroker(t, syncMasterConfig(t))
+	s := startBroker(t, slaveConfig(t, m.HAAddr()))
+	s.LearnMasterAddr("127.0.0.1:1234")
+	require.Equal(t, "127.0.0.1:1234", s.Status().MasterAddr, "a slave's metadata follower pulls there")
+	m.LearnMasterAddr("127.0.0.1:1234")
+	require.Empty(t, m.Status().MasterAddr, "a master ignores it")
+}

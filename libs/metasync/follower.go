@@ -60,6 +60,10 @@ type FollowerConfig struct {
 	ResetStatePath string
 	// FS is the file-system seam for ResetStatePath. Default vfs.Default.
 	FS vfs.FS
+	// Active reports whether the tables should follow the master now; while it is false
+	// nothing is fetched or applied (a slave promoted to master owns its tables). Default:
+	// always.
+	Active func() bool
 	// Now is the clock for sync times. Default time.Now.
 	Now func() time.Time
 	// Logger receives sync events. Default a logrus logger on stderr.
@@ -358,6 +362,9 @@ func (f *Follower) handlePending() {
 	anns := f.pending
 	f.pending = map[Table]Announcement{}
 	f.pendMu.Unlock()
+	if f.cfg.Active != nil && !f.cfg.Active() {
+		return
+	}
 	for _, t := range AllTables {
 		a, ok := anns[t]
 		if !ok {
@@ -381,6 +388,9 @@ func (f *Follower) handlePending() {
 // syncAll syncs every table; viaMetasync tries metasync first (always when
 // there is no master to fall back to).
 func (f *Follower) syncAll(viaMetasync bool) error {
+	if f.cfg.Active != nil && !f.cfg.Active() {
+		return nil
+	}
 	viaMetasync = viaMetasync || f.cfg.Master == nil
 	var errs []error
 	fallback := false

@@ -3,6 +3,7 @@ package metasync
 import (
 	"context"
 	"path/filepath"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -355,4 +356,21 @@ func TestFollowerConfigValidate(t *testing.T) {
 	require.ErrorIs(t, f.SyncNow(context.Background()), ErrClosed)
 	cfg.FallbackInterval = 0
 	require.ErrorContains(t, cfg.Validate(), "FallbackInterval")
+}
+
+// TestFollowerInactiveAppliesNothing: while Active reports false (the broker was promoted),
+// neither announcements nor SyncNow touch the tables; active again, it follows.
+func TestFollowerInactiveAppliesNothing(t *testing.T) {
+	var active atomic.Bool
+	active.Store(true)
+	fe := newFollowerEnv(t, newMemEnv(t), func(c *FollowerConfig) { c.Active = active.Load })
+	active.Store(false)
+	_, err := fe.mtables.Topics.Put(meta.TopicConfig{TopicName: "Inactive", ReadQueueNums: 1, WriteQueueNums: 1, Perm: 6})
+	require.NoError(t, err)
+	fe.metasync.publish(t)
+	require.NoError(t, fe.f.SyncNow(context.Background()))
+	require.Error(t, hasTopic(fe.slave, "Inactive")(), "an inactive follower applied a table")
+	active.Store(true)
+	require.NoError(t, fe.f.SyncNow(context.Background()))
+	require.NoError(t, hasTopic(fe.slave, "Inactive")())
 }

@@ -156,7 +156,7 @@ func TestRealClientsAcrossFailover(t *testing.T) {
 					}
 					if off < high[q] {
 						mu.Lock()
-						offRegress = append(offRegress, fmt.Sprintf("queue %d: %d after %d (node %d)", q, off, high[q], n.id))
+						offRegress = append(offRegress, fmt.Sprintf("%s queue %d: %d after %d (node %d)", time.Now().Format("15:04:05.000"), q, off, high[q], n.id))
 						mu.Unlock()
 					}
 					high[q] = max(high[q], off)
@@ -178,6 +178,7 @@ func TestRealClientsAcrossFailover(t *testing.T) {
 		})
 		m.proc.Kill()
 		killed := time.Now()
+		t.Logf("%s: node %d killed", killed.Format("15:04:05.000"), m.id)
 		// The client refreshes its routes every 30 s: it finds the new master then. Alone, the
 		// new SYNC_MASTER stores and answers SLAVE_NOT_AVAILABLE; SEND_OK once the killed node
 		// is back in sync.

@@ -35,8 +35,8 @@ type Node interface {
 	InSync() []int64
 	// CaughtUp reports whether slave node acknowledged everything the master holds.
 	CaughtUp(node int64) bool
-	// Follow tells a slave where the master's HA port is.
-	Follow(haAddr string)
+	// Follow tells a slave where the master is: its HA address and its client address.
+	Follow(haAddr, addr string)
 }
 
 // Status is the election state of one node (for HA status).
@@ -320,7 +320,7 @@ func (e *Elector) Step(ctx context.Context) {
 	if held && !mine {
 		e.freeSince = time.Time{}
 		if leader != nil && leader.HAAddr != "" {
-			e.n.Follow(leader.HAAddr)
+			e.n.Follow(leader.HAAddr, leader.Addr)
 		}
 		return
 	}

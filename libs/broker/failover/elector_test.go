@@ -74,8 +74,8 @@ func (n *fakeNode) CaughtUp(int64) bool {
 	defer n.mu.Unlock()
 	return n.caughtUp
 }
-func (n *fakeNode) Follow(a string) { n.mu.Lock(); n.follow = a; n.mu.Unlock() }
-func (n *fakeNode) isFenced() bool  { n.mu.Lock(); defer n.mu.Unlock(); return n.fenced }
+func (n *fakeNode) Follow(a, _ string) { n.mu.Lock(); n.follow = a; n.mu.Unlock() }
+func (n *fakeNode) isFenced() bool     { n.mu.Lock(); defer n.mu.Unlock(); return n.fenced }
 
 type group struct {
 	clk   *fakeClock

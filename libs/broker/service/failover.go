@@ -28,7 +28,10 @@ func (n brokerNode) UnfenceWrites()                   { n.b.UnfenceWrites() }
 func (n brokerNode) HAAddr() string                   { return n.b.HAServerAddr() }
 func (n brokerNode) InSync() []int64                  { return n.b.InSyncSlaves() }
 func (n brokerNode) CaughtUp(node int64) bool         { return n.b.SlaveCaughtUp(node) }
-func (n brokerNode) Follow(haAddr string)             { n.b.LearnMaster(haAddr) }
+func (n brokerNode) Follow(haAddr, addr string) {
+	n.b.LearnMaster(haAddr)
+	n.b.LearnMasterAddr(addr)
+}
 
 // checkFailover refuses enableFailover on a node not configured as SLAVE: every node of a
 // failover group starts as a slave and the election promotes one.

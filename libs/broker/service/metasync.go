@@ -70,6 +70,9 @@ func startMetaSync(ctx context.Context, b *broker.Broker, cfg broker.Config, env
 	if cfg.MetasyncFallbackInterval > 0 {
 		fc.FallbackInterval = cfg.MetasyncFallbackInterval
 	}
+	// A slave promoted by automatic failover owns its tables: the follower stands still
+	// while the broker is master and follows again after a demotion.
+	fc.Active = func() bool { return !b.IsMaster() }
 	fc.ResetStatePath = filepath.Join(cfg.StorePathRootDir, "config", "metasyncResets.json")
 	fc.Logger = l
 	f, err := metasync.NewFollower(fc)
