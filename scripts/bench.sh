@@ -15,3 +15,6 @@ go test -run '^$' -bench "${BENCH:-.}" -benchtime "${BENCHTIME:-1s}" -benchmem -
 # producers, Go client and raw frames, consume from master and slave), beside the store-level rates
 # of libs/commitlog measured in the same run.
 RMQHA_BENCH=1 go test -count=1 -run TestBenchMatrix -v -timeout 30m ./tools/cmd/bench | grep -vE '^=== RUN'
+# Automatic failover: SYNC sends to a failover group's elected master against a statically
+# configured group, same binaries (the cost of leadership on the send path).
+RMQHA_BENCH=1 go test -count=1 -run TestLeadershipCostBench -v -timeout 30m ./tools/failovertest | grep -vE '^=== RUN'

@@ -110,6 +110,8 @@ func New(cfg Config, logger logrus.FieldLogger) (*Broker, error) {
 	}
 	b := &Broker{
 		cfg: cfg,
+		// brokerId and role as configured; after a role switch the lines that depend on the
+		// current role carry it (role.go, metrics.go).
 		log: logger.WithFields(logrus.Fields{
 			"cluster": cfg.BrokerClusterName, "broker": cfg.BrokerName, "brokerId": cfg.BrokerID, "role": cfg.BrokerRole,
 		}),

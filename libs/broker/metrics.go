@@ -589,7 +589,7 @@ func (b *Broker) checkClaims(now time.Time) {
 		ms := v.master.Status()
 		bad := ms.InSyncCount < b.cfg.InSyncReplicas
 		warn, recovered := b.syncClaim.update(bad, now, b.claimAfter, b.claimRepeat)
-		f := logrus.Fields{"inSync": ms.InSyncCount, "inSyncReplicas": b.cfg.InSyncReplicas, "offset": ms.MaxOffset}
+		f := logrus.Fields{"inSync": ms.InSyncCount, "inSyncReplicas": b.cfg.InSyncReplicas, "offset": ms.MaxOffset, "role": v.role}
 		switch {
 		case warn:
 			peers := make([]string, 0, len(ms.Slaves))
@@ -611,7 +611,7 @@ func (b *Broker) checkClaims(now time.Time) {
 		if peer == "" {
 			peer = b.cfg.HAMasterAddress // not dialled yet; "" until registration names the master
 		}
-		f := logrus.Fields{"peer": peer, "state": ss.State, "offset": ss.LocalMaxOffset, "lagBytes": ss.LagBytes}
+		f := logrus.Fields{"peer": peer, "state": ss.State, "offset": ss.LocalMaxOffset, "lagBytes": ss.LagBytes, "role": v.role}
 		switch {
 		case warn:
 			f["for"] = now.Sub(b.replClaim.since).Round(time.Second).String()

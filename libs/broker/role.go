@@ -225,7 +225,7 @@ func (b *Broker) Promote(ctx context.Context, epoch int64) (int64, error) {
 	// 7. Writes.
 	b.role.fenced.Store(false)
 	log.WithFields(logrus.Fields{"epoch": m.Epoch(), "maxOffset": max, "haServerAddr": haAddr,
-		"took": b.now().Sub(start).String()}).Warn("promoted to master")
+		"took": b.now().Sub(start).String(), "role": mcfg.BrokerRole}).Warn("promoted to master")
 	return m.Epoch(), nil
 }
 
@@ -322,7 +322,7 @@ func (b *Broker) Demote(ctx context.Context) error {
 		b.unregisterID(ctx, cur.id)
 		b.registerAll()
 		b.role.switches.Add(1)
-		b.log.Warn("demoted to slave")
+		b.log.WithField("role", RoleSlave).Warn("demoted to slave")
 	}
 	return nil
 }
