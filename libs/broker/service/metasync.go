@@ -89,9 +89,17 @@ func startMetaSync(ctx context.Context, b *broker.Broker, cfg broker.Config, env
 	}
 	b.SetBeforePromote(f.SyncNow) // a promoted slave applies the newest metadata first
 	l.WithFields(logrus.Fields{"nats": natsURL, "metasync": cfg.MetasyncAddrs}).Info("following the master's metadata")
+	// A slave that automatic failover promotes rings the doorbell like a configured master.
+	bellDone := make(chan struct{})
+	if bus != nil {
+		go ringDoorbell(ctx, bellDone, b, bus, cfg, l)
+	} else {
+		close(bellDone)
+	}
 	return func() {
 		_ = f.Close()
 		rc.Close()
+		<-bellDone
 		if bus != nil {
 			bus.Close()
 		}
@@ -116,6 +124,9 @@ func ringDoorbell(ctx context.Context, done chan struct{}, b *broker.Broker, bus
 		}
 		if v := versions(); v != last {
 			last = v
+			if !b.IsMaster() {
+				continue // a slave's tables change by following; only the master rings
+			}
 			if err := bus.Publish(subject, nil); err != nil {
 				l.WithError(err).Debug("doorbell not rung")
 			}
