@@ -204,10 +204,11 @@ func TestRetryLaterThenDeadLetter(t *testing.T) {
 
 // TestKillMasterWithPendingDelays: a master killed with -9 while level-2 messages are being
 // delivered (just before delayOffset.json is rewritten, the worst moment) and level-5 messages
-// are pending delivers every one after the restart. The copies
-// delivered twice are exactly the deliveries the last delayOffset.json written before the kill
-// did not include, and no more than package schedule's bound: per level, the deliveries since
-// that write started (at most a PersistInterval plus one write before the kill) plus one.
+// are pending delivers every one after the restart. Copies delivered twice are only among the
+// deliveries the last delayOffset.json written before the kill did not include (the restarted
+// master skips those it finds in the log tail it re-indexes, by their DELAY_SOURCE), and no
+// more than package schedule's bound: per level, the deliveries since that write started (at
+// most a PersistInterval plus one write before the kill) plus one.
 func TestKillMasterWithPendingDelays(t *testing.T) {
 	g := startGroup(t)
 	const (
@@ -305,8 +306,8 @@ func TestKillMasterWithPendingDelays(t *testing.T) {
 		t.Logf("level %d: %d copies delivered before the kill, %d in delayOffset.json, %d delivered twice; %d deliveries since the last write began",
 			level, preKill[level], persisted[int32(level)], dups, sinceWrite[level])
 		require.LessOrEqual(t, persisted[int32(level)], preKill[level], "an offset passed an undelivered message")
-		require.Equal(t, preKill[level]-persisted[int32(level)], int64(dups),
-			"the copies delivered twice are the deliveries delayOffset.json did not hold")
+		require.LessOrEqual(t, int64(dups), preKill[level]-persisted[int32(level)],
+			"copies delivered twice beyond the deliveries delayOffset.json did not hold")
 		require.LessOrEqual(t, dups, sinceWrite[level]+1, "more duplicates than the documented bound")
 	}
 }
