@@ -280,6 +280,11 @@ func (b *Broker) start() error {
 	b.locks = newQueueLocks()
 	b.store.OnDispatch(b.holds.notify)
 	if cfg.IsMaster() {
+		// Delay delivery resumes after the deliveries the log holds (DELAY_SOURCE): let the
+		// dispatcher index the log tail first (bounded; it is quick after a restart).
+		if err := b.store.WaitDispatched(b.store.MaxOffset(), time.Now().Add(promoteDispatchWait)); err != nil {
+			b.log.WithError(err).Warn("dispatcher behind at start: delay delivery may repeat deliveries the log holds")
+		}
 		d, err := b.newDelayService()
 		if err != nil {
 			return fmt.Errorf("broker: %w", err)
