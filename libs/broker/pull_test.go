@@ -136,7 +136,6 @@ func TestPullStatusesAndFilter(t *testing.T) {
 	b.physMem = 1 << 40
 	resp = invoke(t, c, b.Addr(), remoting.PullMessage, pullExt("g", "F", 0, 0, 0, 0), nil)
 	require.Equal(t, "0", resp.Ext("suggestWhichBrokerId"))
-	b.cfg.SlaveReadEnable = false
 
 	// Missing ext fields.
 	resp = invoke(t, c, b.Addr(), remoting.PullMessage, map[string]string{"topic": "F"}, nil)
