@@ -28,3 +28,6 @@ patterns=$(for m in $pkgmods; do echo "$(awk '/^module /{print $2; exit}' "$m/go
 [ -n "$patterns" ]
 # -p 2: this runs on 2 cores; packages that start processes size themselves for that.
 go test -count=1 -p 2 -timeout 30m ${GOTEST_FLAGS:-} $patterns
+
+echo "== go test -race (role switching: request paths against promotions and demotions)"
+(cd libs/broker && go test -count=1 -race -run 'Role|Promote|Demote|Fence|LearnMaster' ${GOTEST_FLAGS:-} . ./failover/...)
