@@ -35,6 +35,10 @@ type Node interface {
 	InSync() []int64
 	// CaughtUp reports whether slave node acknowledged everything the master holds.
 	CaughtUp(node int64) bool
+	// Healthy is the broker's own health (store writable, replication not failed): the lease
+	// is passed only while it is nil, so a broker that cannot do its job loses leadership
+	// (a master is fenced, then replaced) and cannot take it.
+	Healthy() error
 	// Follow tells a slave where the master is: its HA address and its client address.
 	Follow(haAddr, addr string)
 }
@@ -209,6 +213,10 @@ func (e *Elector) renew(ctx context.Context) bool {
 			return false
 		}
 		e.reg = true
+	}
+	if err := e.n.Healthy(); err != nil {
+		e.passNote("broker unhealthy: lease not passed", err)
+		return false
 	}
 	sent := e.now()
 	octx, cancel := e.op(ctx)

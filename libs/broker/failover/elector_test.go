@@ -2,6 +2,7 @@ package failover
 
 import (
 	"context"
+	"errors"
 	"slices"
 	"sync"
 	"testing"
@@ -24,16 +25,17 @@ func (c *fakeClock) add(d time.Duration) {
 
 // fakeNode is a broker in memory: a log length, an epoch, a role.
 type fakeNode struct {
-	mu       sync.Mutex
-	id       int64
-	master   bool
-	epoch    int64
-	offset   int64
-	fenced   bool
-	inSync   []int64
-	caughtUp bool
-	follow   string
-	failNext bool
+	mu        sync.Mutex
+	id        int64
+	master    bool
+	epoch     int64
+	offset    int64
+	fenced    bool
+	inSync    []int64
+	caughtUp  bool
+	follow    string
+	failNext  bool
+	unhealthy bool
 }
 
 func (n *fakeNode) IsMaster() bool { n.mu.Lock(); defer n.mu.Unlock(); return n.master }
@@ -73,6 +75,14 @@ func (n *fakeNode) CaughtUp(int64) bool {
 	n.mu.Lock()
 	defer n.mu.Unlock()
 	return n.caughtUp
+}
+func (n *fakeNode) Healthy() error {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	if n.unhealthy {
+		return errors.New("store failed")
+	}
+	return nil
 }
 func (n *fakeNode) Follow(a, _ string) { n.mu.Lock(); n.follow = a; n.mu.Unlock() }
 func (n *fakeNode) isFenced() bool     { n.mu.Lock(); defer n.mu.Unlock(); return n.fenced }
@@ -389,4 +399,23 @@ func TestUncleanDefersToInSyncCandidate(t *testing.T) {
 	g.step()
 	g.runWithout(0, 12)
 	require.Equal(t, int64(3), g.state(t).Master, "the in-sync candidate goes first")
+}
+
+func TestUnhealthyMasterLosesLeadership(t *testing.T) {
+	g := newGroup(t, 2, nil)
+	g.step()
+	g.nodes[0].mu.Lock()
+	g.nodes[0].inSync = []int64{2}
+	g.nodes[0].mu.Unlock()
+	g.step()
+	g.nodes[0].mu.Lock()
+	g.nodes[0].unhealthy = true // e.g. its disk failed: it still runs and steps
+	g.nodes[0].mu.Unlock()
+	for i := 0; i < 12; i++ {
+		g.clk.add(250 * time.Millisecond)
+		g.step()
+	}
+	require.True(t, g.nodes[0].isFenced(), "the unhealthy master stopped accepting writes")
+	require.Contains(t, g.masters(), 1, "the healthy slave took over")
+	require.Equal(t, int64(2), g.state(t).Master)
 }

@@ -25,6 +25,7 @@ func (n brokerNode) Promote(ctx context.Context, epoch int64) (int64, error) {
 func (n brokerNode) Demote(ctx context.Context) error { return n.b.Demote(ctx) }
 func (n brokerNode) FenceWrites(reason string)        { n.b.FenceWrites(reason) }
 func (n brokerNode) UnfenceWrites()                   { n.b.UnfenceWrites() }
+func (n brokerNode) Healthy() error                   { return n.b.Healthy() }
 func (n brokerNode) HAAddr() string                   { return n.b.HAServerAddr() }
 func (n brokerNode) InSync() []int64                  { return n.b.InSyncSlaves() }
 func (n brokerNode) CaughtUp(node int64) bool         { return n.b.SlaveCaughtUp(node) }
