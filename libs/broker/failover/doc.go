@@ -26,10 +26,10 @@
 //
 // # Lease and fencing
 //
-// The session lives as long as the node's check passes, and the node passes it only while its
-// broker reports itself healthy (store writable, replication not failed); Consul marks the check critical
-// LeaseTTL after the last pass it received, which invalidates the session and releases the
-// lock. The master counts its lease from the moment it *sent* its last successful pass (the
+// The session lives as long as the node's check passes, and the node passes it only while
+// its broker reports itself healthy (store writable, replication not failed); Consul marks the
+// check critical LeaseTTL after the last pass it received, which invalidates the session and
+// releases the lock. The master counts its lease from the moment it *sent* its last successful pass (the
 // agent received it later, so the agent's expiry is no earlier) and fences writes at
 // lastPassSent + LeaseTTL - SafetyMargin, even when clients can still reach it. The margin
 // covers clock-rate differences and the time a write takes from the fence check to its
