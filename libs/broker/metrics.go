@@ -368,6 +368,8 @@ func desc(name, help string, labels ...string) *prometheus.Desc {
 var (
 	descInfo       = desc("info", "Broker identity (value 1).", "cluster", "broker", "broker_id", "role")
 	descRunning    = desc("running", "1 while the broker is running.")
+	descFenced     = desc("writes_fenced", "1 while writes are refused: a role switch, or a master whose failover lease may have ended.")
+	descSwitches   = desc("role_switches_total", "Completed promotions and demotions (automatic failover, switchover).")
 	descMinOffset  = desc("store_min_offset", "Smallest CommitLog offset still stored.")
 	descMaxOffset  = desc("store_max_offset", "CommitLog end offset (bytes ever appended, retention included).")
 	descFlushed    = desc("store_flushed_offset", "CommitLog offset known to be on disk.")
@@ -409,7 +411,7 @@ var (
 )
 
 var allDescs = []*prometheus.Desc{
-	descInfo, descRunning, descMinOffset, descMaxOffset, descFlushed, descDispatched, descReadOnly,
+	descInfo, descRunning, descFenced, descSwitches, descMinOffset, descMaxOffset, descFlushed, descDispatched, descReadOnly,
 	descSegments, descAppended, descAppends, descFsyncs, descFlushTO, descSendReq, descRefused,
 	descPullReq, descHeld, descMetaVer, descMetaLen, descClients, descEpoch, descConfirmed,
 	descInSync, descInSyncSlaves, descNeeded, descSlavesConn, descWaiters, descSlaveLag,
@@ -442,6 +444,8 @@ func (c *stateCollector) Collect(ch chan<- prometheus.Metric) {
 	// The current role and brokerId: a promoted slave reports itself as the master it is.
 	gauge(descInfo, 1, cfg.BrokerClusterName, cfg.BrokerName, strconv.FormatInt(v.id, 10), v.role)
 	gauge(descRunning, boolGauge(b.running()))
+	gauge(descFenced, boolGauge(b.role.fenced.Load()))
+	counter(descSwitches, float64(b.role.switches.Load()))
 	counter(descSendReq, float64(b.sends.Load()))
 	counter(descRefused, float64(b.sendRejects.Load()))
 	counter(descPullReq, float64(b.pulls.Load()))

@@ -79,9 +79,13 @@ func TestPromoteAndDemoteInProcess(t *testing.T) {
 }
 
 func TestFenceWrites(t *testing.T) {
-	m := startBroker(t, testConfig(t))
+	cfg := testConfig(t)
+	cfg.HTTPPort, cfg.MetricsEnable = freePort(t), true
+	m := startBroker(t, cfg)
 	c := newTestClient(t)
+	require.Zero(t, metric(t, m, "rmqha_broker_writes_fenced"))
 	m.FenceWrites("lease lost")
+	require.Equal(t, 1.0, metric(t, m, "rmqha_broker_writes_fenced"))
 	resp := send(t, c, m.Addr(), "T", 0, "", "x")
 	require.Equal(t, remoting.ServiceNotAvailable, resp.Code)
 	require.Contains(t, resp.Remark, "lease lost")
