@@ -5,13 +5,17 @@
 // started, newest first, and exits.
 //
 // It is what `make run` starts. Services whose binary is not in -bin are
-// skipped with a line saying so.
+// skipped with a line saying so. With -failover (make run RUN_ARGS=-failover)
+// the two brokers are a failover group instead: both start as slaves with
+// enableFailover=true and the election in Consul promotes one.
 package main
 
 import (
+	"encoding/json"
 	"flag"
 	"fmt"
 	"io"
+	"net/http"
 	"os"
 	"os/signal"
 	"path/filepath"
@@ -36,15 +40,16 @@ func main() {
 		slave    = flag.Int("slave-port", 10921, "slave remoting port")
 		httpBase = flag.Int("http-base", 18080, "first HTTP status port (namesrv, master, slave, metasync)")
 		verbose  = flag.Bool("v", false, "copy every process's output to this terminal")
+		failover = flag.Bool("failover", false, "automatic failover: two nodes started as slaves (ports of -master-port and -slave-port), the election in Consul promotes one")
 	)
 	flag.Parse()
-	if err := run(*binDir, *dataDir, *namesrv, *master, *slave, *httpBase, *verbose); err != nil {
+	if err := run(*binDir, *dataDir, *namesrv, *master, *slave, *httpBase, *verbose, *failover); err != nil {
 		fmt.Fprintln(os.Stderr, "localgroup:", err)
 		os.Exit(1)
 	}
 }
 
-func run(binDir, dataDir string, namesrvPort, masterPort, slavePort, httpBase int, verbose bool) error {
+func run(binDir, dataDir string, namesrvPort, masterPort, slavePort, httpBase int, verbose, failover bool) error {
 	dataDir, _ = filepath.Abs(dataDir)
 	binDir, _ = filepath.Abs(binDir)
 	if err := os.MkdirAll(dataDir, 0o755); err != nil {
@@ -87,9 +92,8 @@ func run(binDir, dataDir string, namesrvPort, masterPort, slavePort, httpBase in
 
 	env := []string{"CONSUL_HTTP_ADDR=" + consul.HTTPAddr(), "NATS_URL=" + natsURL}
 	nsAddr := harness.Addr(namesrvPort)
-	services := []struct {
-		name, conf, ready, show string
-	}{
+	type service struct{ name, conf, ready, show string }
+	services := []service{
 		{"namesrv", fmt.Sprintf("listenPort=%d\nhttpPort=%d\n", namesrvPort, httpBase), nsAddr, "namesrv   " + nsAddr},
 		{"master", brokerConf(dataDir, "master", 0, "SYNC_MASTER", masterPort, nsAddr, httpBase+1, ""),
 			harness.Addr(masterPort), fmt.Sprintf("master    %s (HA %s, SYNC_MASTER)", harness.Addr(masterPort), harness.Addr(masterPort+1))},
@@ -99,8 +103,20 @@ func run(binDir, dataDir string, namesrvPort, masterPort, slavePort, httpBase in
 		{"metasync", fmt.Sprintf("namesrvAddr=%s\nhttpPort=%d\nstorePathRootDir=%s\n", nsAddr, httpBase+3, filepath.Join(dataDir, "metasync", "store")),
 			harness.Addr(httpBase + 3), fmt.Sprintf("metasync  status http://%s/status", harness.Addr(httpBase+3))},
 	}
+	if failover {
+		// Both nodes run the slave binary; the election makes one of them master.
+		msync := fmt.Sprintf("metasyncAddrs=%s\nenableFailover=true\n", harness.Addr(httpBase+3))
+		services[1] = service{"node1", brokerConf(dataDir, "node1", 1, "SLAVE", masterPort, nsAddr, httpBase+1, "") + msync,
+			harness.Addr(masterPort), fmt.Sprintf("node1     %s (HA %s, automatic failover)", harness.Addr(masterPort), harness.Addr(masterPort+1))}
+		services[2] = service{"node2", brokerConf(dataDir, "node2", 2, "SLAVE", slavePort, nsAddr, httpBase+2, "") + msync,
+			harness.Addr(slavePort), fmt.Sprintf("node2     %s (HA %s, automatic failover)", harness.Addr(slavePort), harness.Addr(slavePort+1))}
+	}
 	for _, s := range services {
-		bin := filepath.Join(binDir, s.name)
+		binName := s.name
+		if strings.HasPrefix(binName, "node") {
+			binName = "slave"
+		}
+		bin := filepath.Join(binDir, binName)
 		if _, err := os.Stat(bin); err != nil {
 			fmt.Printf("skipped   %s (no binary %s yet)\n", s.name, bin)
 			continue
@@ -129,6 +145,13 @@ func run(binDir, dataDir string, namesrvPort, masterPort, slavePort, httpBase in
 		}
 		fmt.Println(s.show)
 	}
+	if failover {
+		m, err := waitElected(httpBase+1, httpBase+2)
+		if err != nil {
+			return fail(err)
+		}
+		fmt.Printf("master    %s (elected; /status shows \"failover\"; kill it and the other node takes over)\n", m)
+	}
 	fmt.Printf(`
 The group is up. Data, configs and logs are under %s.
 Point a RocketMQ client at the name server %s, for example with the bench tool:
@@ -150,4 +173,33 @@ func brokerConf(dataDir, name string, id int, role string, port int, namesrv str
 		fmt.Fprintf(&b, "haMasterAddress=%s\n", haMaster)
 	}
 	return b.String()
+}
+
+// waitElected waits until one of the failover nodes (status ports a and b) serves as master and
+// returns its client address.
+func waitElected(a, b int) (string, error) {
+	var addr string
+	err := harness.WaitFor(60*time.Second, func() error {
+		for _, port := range []int{a, b} {
+			var st struct {
+				Role           string `json:"role"`
+				AdvertisedAddr string `json:"advertisedAddr"`
+				WritesFenced   bool   `json:"writesFenced"`
+			}
+			c := http.Client{Timeout: 2 * time.Second}
+			resp, err := c.Get("http://" + harness.Addr(port) + "/status")
+			if err != nil {
+				continue
+			}
+			err = json.NewDecoder(resp.Body).Decode(&st)
+			resp.Body.Close()
+			if err == nil && st.Role != "SLAVE" && !st.WritesFenced {
+				addr = st.AdvertisedAddr
+				return nil
+			}
+		}
+		time.Sleep(100 * time.Millisecond)
+		return fmt.Errorf("no master elected yet")
+	})
+	return addr, err
 }
