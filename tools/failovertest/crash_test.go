@@ -30,23 +30,12 @@ func TestKillDuringPromotionAndTruncation(t *testing.T) {
 	m := g.waitMaster(2)
 	require.NoError(t, g.createTopic(m.addr))
 	p := g.startProducer()
-	stopped := false
-	defer func() {
-		if !stopped {
-			p.close()
-		}
-	}()
+	defer p.close()
 	var promoKills, truncKills []time.Duration
 	for r := 0; r < 4; r++ {
 		m = g.waitMaster(2)
 		s := g.other(m)
-		before := len(p.sends())
-		harness.Eventually(t, readyTimeout, func() error {
-			if len(p.sends()) < before+20 {
-				return errNotYet
-			}
-			return nil
-		})
+		p.waitSends(t, 20)
 		// The slave dies, and the master 30 ms later: in between the master stored sends the
 		// slave never got (a divergent tail), before it could publish an in-sync set without
 		// the slave (it publishes every 200 ms).
@@ -84,7 +73,7 @@ func TestKillDuringPromotionAndTruncation(t *testing.T) {
 		require.NoError(t, s.proc.Restart())
 		nm := g.waitMaster(1)
 		require.Equal(t, s.id, nm.id, "the old master is down: only the other node can be master")
-		before = len(p.stored())
+		before := len(p.stored())
 		harness.Eventually(t, readyTimeout, func() error {
 			if len(p.stored()) < before+10 {
 				return errNotYet
@@ -110,15 +99,8 @@ func TestKillDuringPromotionAndTruncation(t *testing.T) {
 			r+1, s.id, m.id, s.id, d, m.id, d2, cut)
 	}
 	m = g.waitMaster(2)
-	before := len(p.sends())
-	harness.Eventually(t, readyTimeout, func() error {
-		if len(p.sends()) < before+20 {
-			return errNotYet
-		}
-		return nil
-	})
+	p.waitSends(t, 20)
 	p.close()
-	stopped = true
 	truncated := 0
 	for _, n := range g.nodes {
 		b, err := os.ReadFile(n.proc.LogPath())

@@ -1,7 +1,6 @@
 package failovertest
 
 import (
-	"context"
 	"os"
 	"slices"
 	"sort"
@@ -22,70 +21,35 @@ func rounds() int {
 
 // TestKillMasterRounds kills whichever node is master with kill -9 under SYNC_MASTER load,
 // round after round, and restarts it: the other node takes over, the producer continues, and
-// afterwards every SEND_OK message is readable on both nodes exactly at its offset.
+// afterwards every SEND_OK message is readable on both nodes exactly at its offset, and the
+// two CommitLogs are identical.
 func TestKillMasterRounds(t *testing.T) {
 	g := startGroup(t, 2)
 	m := g.waitMaster(2)
 	require.NoError(t, g.createTopic(m.addr))
 	p := g.startProducer()
-	stopped := false
-	defer func() {
-		if !stopped {
-			p.close()
-		}
-	}()
+	defer p.close()
 	var times, okTimes []time.Duration
 	for r := 0; r < rounds(); r++ {
 		m = g.waitMaster(2)
 		// Some load on this master first.
-		before := len(p.sends())
-		harness.Eventually(t, readyTimeout, func() error {
-			if len(p.sends()) < before+20 {
-				return errNotYet
-			}
-			return nil
-		})
+		p.waitSends(t, 20)
 		m.proc.Kill()
 		killed := time.Now()
 		// With its only slave dead, the new SYNC_MASTER stores and answers SLAVE_NOT_AVAILABLE:
 		// the first stored answer is when writes resumed; SEND_OK follows once the restarted
 		// node is in sync again.
-		var first time.Time
-		harness.Eventually(t, readyTimeout, func() error {
-			for _, s := range p.stored() {
-				if s.at.After(killed) && s.addr != m.addr {
-					first = s.at
-					return nil
-				}
-			}
-			return errNotYet
-		})
+		first := firstAfter(t, p.stored, killed, m.addr).at
 		require.NoError(t, m.proc.Restart())
-		var firstOK time.Time
-		harness.Eventually(t, readyTimeout, func() error {
-			for _, s := range p.sends() {
-				if s.at.After(killed) && s.addr != m.addr {
-					firstOK = s.at
-					return nil
-				}
-			}
-			return errNotYet
-		})
+		firstOK := firstAfter(t, p.sends, killed, m.addr).at
 		times = append(times, first.Sub(killed))
 		okTimes = append(okTimes, firstOK.Sub(killed))
 		t.Logf("round %d: node %d killed; first stored answer on the new master after %v, first SEND_OK (restarted node in sync) after %v",
 			r+1, m.id, first.Sub(killed), firstOK.Sub(killed))
 	}
 	g.waitMaster(2)
-	before := len(p.sends())
-	harness.Eventually(t, readyTimeout, func() error {
-		if len(p.sends()) < before+20 {
-			return errNotYet
-		}
-		return nil
-	})
+	p.waitSends(t, 20)
 	p.close()
-	stopped = true
 
 	// Queue offsets of stored answers never go backwards, per queue.
 	last := map[int]int64{}
@@ -95,27 +59,9 @@ func TestKillMasterRounds(t *testing.T) {
 		}
 		last[s.queue] = s.off
 	}
-	// Both nodes hold every SEND_OK message at its offsets (the restarted one caught up).
-	m = g.waitMaster(2)
-	ms, err := m.status()
-	require.NoError(t, err)
-	for _, n := range g.nodes {
-		harness.Eventually(t, readyTimeout, func() error {
-			st, err := n.status()
-			if err != nil {
-				return err
-			}
-			if !caughtUp(st, ms.MaxOffset) {
-				return errNotYet
-			}
-			return nil
-		})
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
-	defer cancel()
-	for _, n := range g.nodes {
-		require.NoError(t, p.hist.Check(ctx, g.admin, n.addr), "node %d", n.id)
-	}
+	// Every node holds every SEND_OK message at its offsets (the restarted one caught up), and
+	// the CommitLogs are identical.
+	g.checkConverged(t, p)
 	t.Logf("sends: %v", p.hist.Counts())
 	sort.Slice(times, func(i, j int) bool { return times[i] < times[j] })
 	t.Logf("kill -9 → first stored answer on the new master over %d rounds: min %v p50 %v max %v (all %v)",
@@ -134,12 +80,7 @@ func TestMasterCutFromConsulFences(t *testing.T) {
 	require.NoError(t, g.createTopic(m.addr))
 	p := g.startProducer()
 	defer p.close()
-	harness.Eventually(t, readyTimeout, func() error {
-		if len(p.sends()) < 20 {
-			return errNotYet
-		}
-		return nil
-	})
+	p.waitSends(t, 20)
 	m.consulPx.Cut()
 	cut := time.Now()
 	harness.Eventually(t, readyTimeout, func() error {

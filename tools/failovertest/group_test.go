@@ -247,6 +247,7 @@ type producer struct {
 	seq  int
 	stop chan struct{}
 	done chan struct{}
+	once sync.Once
 }
 
 func (g *group) startProducer() *producer {
@@ -255,9 +256,39 @@ func (g *group) startProducer() *producer {
 	return p
 }
 
+// close stops the producer and waits for it; closing again does nothing.
 func (p *producer) close() {
-	close(p.stop)
+	p.once.Do(func() { close(p.stop) })
 	<-p.done
+}
+
+// waitSends waits until the producer got n more SEND_OK answers than it has now.
+func (p *producer) waitSends(t testing.TB, n int) {
+	t.Helper()
+	before := len(p.sends())
+	harness.Eventually(t, readyTimeout, func() error {
+		if len(p.sends()) < before+n {
+			return errNotYet
+		}
+		return nil
+	})
+}
+
+// firstAfter waits for the first answer in list() after at from a node other than the one at
+// addr and returns it (list is p.sends for SEND_OK, p.stored for any stored answer).
+func firstAfter(t testing.TB, list func() []okSend, at time.Time, addr string) okSend {
+	t.Helper()
+	var first okSend
+	harness.Eventually(t, readyTimeout, func() error {
+		for _, s := range list() {
+			if s.at.After(at) && s.addr != addr {
+				first = s
+				return nil
+			}
+		}
+		return errNotYet
+	})
+	return first
 }
 
 func (p *producer) sends() []okSend {

@@ -17,12 +17,7 @@ func TestOnlyInSyncNodeTakesOver(t *testing.T) {
 	a := g.waitMaster(2)
 	require.NoError(t, g.createTopic(a.addr))
 	p := g.startProducer()
-	stopped := false
-	defer func() {
-		if !stopped {
-			p.close()
-		}
-	}()
+	defer p.close()
 	waitStoredOn(t, p, a.addr, time.Now())
 	a.proc.Kill()
 	b := g.waitMaster(1)
@@ -49,7 +44,6 @@ func TestOnlyInSyncNodeTakesOver(t *testing.T) {
 	require.Equal(t, b.id, m.id)
 	waitStoredOn(t, p, m.addr, time.Now())
 	p.close()
-	stopped = true
 	// Every SEND_OK message is on both nodes at its offsets (a's divergent tail, if any, cut).
 	ms, err := m.status()
 	require.NoError(t, err)

@@ -8,37 +8,25 @@ import (
 
 	"github.com/rmqha/rmqha/libs/broker/failover"
 	"github.com/rmqha/rmqha/libs/discovery"
-	"github.com/rmqha/rmqha/tools/harness"
 	"github.com/stretchr/testify/require"
 )
 
 // TestSwitchoverUnderLoad hands the master role back and forth on command while a producer
-// sends: every SEND_OK message is on both nodes at its offsets afterwards, and the time from
-// the request to the new master holding the lock is logged.
+// sends: every SEND_OK message is on both nodes at its offsets afterwards (their CommitLogs
+// identical), and the time from the request to the new master holding the lock is logged.
 func TestSwitchoverUnderLoad(t *testing.T) {
 	g := startGroup(t, 2)
 	m := g.waitMaster(2)
 	require.NoError(t, g.createTopic(m.addr))
 	p := g.startProducer()
-	stopped := false
-	defer func() {
-		if !stopped {
-			p.close()
-		}
-	}()
+	defer p.close()
 	client, err := discovery.NewClient(g.consul.HTTPAddr())
 	require.NoError(t, err)
 	coord := failover.NewConsul(client)
 	var took []time.Duration
 	for r := 0; r < 3; r++ {
 		m = g.waitMaster(2)
-		before := len(p.sends())
-		harness.Eventually(t, readyTimeout, func() error {
-			if len(p.sends()) < before+20 {
-				return errNotYet
-			}
-			return nil
-		})
+		p.waitSends(t, 20)
 		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 		res, err := failover.RequestSwitchover(ctx, coord, clusterName, brokerName, 0, 5*time.Millisecond, time.Now)
 		cancel()
@@ -46,40 +34,12 @@ func TestSwitchoverUnderLoad(t *testing.T) {
 		require.Equal(t, m.id, res.From)
 		require.NotEqual(t, res.From, res.To)
 		took = append(took, res.Took)
-		at := time.Now()
-		harness.Eventually(t, readyTimeout, func() error {
-			for _, s := range p.sends() {
-				if s.at.After(at) && s.addr != m.addr {
-					return nil
-				}
-			}
-			return errNotYet
-		})
+		firstAfter(t, p.sends, time.Now(), m.addr)
 		t.Logf("switchover %d: node %d → node %d, epoch %d → %d, lock handed over in %v", r+1, res.From, res.To, res.FromEpoch, res.ToEpoch, res.Took)
 	}
 	g.waitMaster(2)
 	p.close()
-	stopped = true
-	m = g.waitMaster(2)
-	ms, err := m.status()
-	require.NoError(t, err)
-	for _, n := range g.nodes {
-		harness.Eventually(t, readyTimeout, func() error {
-			st, err := n.status()
-			if err != nil {
-				return err
-			}
-			if !caughtUp(st, ms.MaxOffset) {
-				return errNotYet
-			}
-			return nil
-		})
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
-	defer cancel()
-	for _, n := range g.nodes {
-		require.NoError(t, p.hist.Check(ctx, g.admin, n.addr), "node %d", n.id)
-	}
+	g.checkConverged(t, p)
 	sort.Slice(took, func(i, j int) bool { return took[i] < took[j] })
 	t.Logf("switchover request → new master holds the lock: %v; sends %v", took, p.hist.Counts())
 }

@@ -5,7 +5,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/rmqha/rmqha/tools/harness"
 	"github.com/stretchr/testify/require"
 )
 
@@ -20,49 +19,22 @@ func TestKillMasterThreeNodes(t *testing.T) {
 	m := g.waitMaster(3)
 	require.NoError(t, g.createTopic(m.addr))
 	p := g.startProducer()
-	stopped := false
-	defer func() {
-		if !stopped {
-			p.close()
-		}
-	}()
+	defer p.close()
 	var times []time.Duration
 	for r := 0; r < rounds(); r++ {
 		m = g.waitMaster(3)
-		before := len(p.sends())
-		harness.Eventually(t, readyTimeout, func() error {
-			if len(p.sends()) < before+20 {
-				return errNotYet
-			}
-			return nil
-		})
+		p.waitSends(t, 20)
 		m.proc.Kill()
 		killed := time.Now()
-		var first time.Time
-		var by string
-		harness.Eventually(t, readyTimeout, func() error {
-			for _, s := range p.sends() {
-				if s.at.After(killed) && s.addr != m.addr {
-					first, by = s.at, s.addr
-					return nil
-				}
-			}
-			return errNotYet
-		})
+		f := firstAfter(t, p.sends, killed, m.addr)
+		first, by := f.at, f.addr
 		times = append(times, first.Sub(killed))
 		t.Logf("round %d: node %d killed; first SEND_OK on the new master %s after %v", r+1, m.id, by, first.Sub(killed))
 		require.NoError(t, m.proc.Restart())
 	}
 	m = g.waitMaster(3)
-	before := len(p.sends())
-	harness.Eventually(t, readyTimeout, func() error {
-		if len(p.sends()) < before+20 {
-			return errNotYet
-		}
-		return nil
-	})
+	p.waitSends(t, 20)
 	p.close()
-	stopped = true
 	g.checkConverged(t, p)
 	sort.Slice(times, func(i, j int) bool { return times[i] < times[j] })
 	t.Logf("three nodes, kill -9 → first SEND_OK on the new master over %d rounds: min %v p50 %v p90 %v max %v; sends %v",
