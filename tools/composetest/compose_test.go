@@ -28,21 +28,7 @@ import (
 //     an error that does not stop the test);
 //   - down -v leaves nothing of the project behind.
 func TestCompose(t *testing.T) {
-	if os.Getenv("RMQHA_SKIP_COMPOSE") == "1" {
-		t.Skip("RMQHA_SKIP_COMPOSE=1: compose end-to-end test skipped")
-	}
-	if out, err := runCmd(20*time.Second, nil, "", "docker", "version", "--format", "{{.Server.Version}}"); err != nil {
-		t.Skipf("compose end-to-end test skipped: no Docker engine reachable (docker version: %v)", strings.TrimSpace(firstLine(out, err)))
-	}
-	compose := composeCommand()
-	if compose == nil {
-		t.Skip("compose end-to-end test skipped: neither `docker compose` nor `docker-compose` works here")
-	}
-	rlog.SetLogLevel("fatal") // the client logs every failed route lookup during the faults
-	root, err := harness.RepoRoot()
-	if err != nil {
-		t.Fatal(err)
-	}
+	root, compose := composeReady(t, "compose end-to-end test")
 	bin := buildImages(t, root)
 	_, statErr := os.Stat(filepath.Join(bin, "metasync"))
 	g := newGroup(t, root, compose, statErr == nil)
@@ -289,6 +275,28 @@ func TestCompose(t *testing.T) {
 	}
 }
 
+// composeReady skips the test (what names it) unless a Docker engine and compose answer and
+// RMQHA_SKIP_COMPOSE is not 1; it returns the repository root and the compose command.
+func composeReady(t *testing.T, what string) (string, []string) {
+	t.Helper()
+	if os.Getenv("RMQHA_SKIP_COMPOSE") == "1" {
+		t.Skip("RMQHA_SKIP_COMPOSE=1: " + what + " skipped")
+	}
+	if out, err := runCmd(20*time.Second, nil, "", "docker", "version", "--format", "{{.Server.Version}}"); err != nil {
+		t.Skipf("%s skipped: no Docker engine reachable (docker version: %v)", what, strings.TrimSpace(firstLine(out, err)))
+	}
+	compose := composeCommand()
+	if compose == nil {
+		t.Skip(what + " skipped: neither `docker compose` nor `docker-compose` works here")
+	}
+	rlog.SetLogLevel("fatal") // the client logs every failed route lookup during the faults
+	root, err := harness.RepoRoot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return root, compose
+}
+
 // runBench produces and consumes with the bench tool through the published ports, when the
 // binary folder has it: every send SEND_OK, every message consumed.
 func runBench(t *testing.T, bin, namesrv string) {
@@ -342,6 +350,12 @@ func containersOf(left []string) []string {
 // binaries ($RMQHA_BIN_DIR when it holds them, else a fresh build) and returns the binary folder.
 func buildImages(t *testing.T, root string) string {
 	t.Helper()
+	// Once per test binary: the tests of this package share the images.
+	if builtFrom != "" {
+		if _, err := os.Stat(builtFrom); err == nil {
+			return builtFrom
+		}
+	}
 	bin := os.Getenv("RMQHA_BIN_DIR")
 	for _, s := range []string{"namesrv", "master", "slave", "healthcheck"} {
 		if bin == "" {
@@ -371,5 +385,9 @@ func buildImages(t *testing.T, root string) string {
 		t.Fatal(err)
 	}
 	t.Logf("built the offline images in %s", time.Since(start).Round(100*time.Millisecond))
+	builtFrom = bin
 	return bin
 }
+
+// builtFrom is the binary folder the offline images were last built from in this process.
+var builtFrom string

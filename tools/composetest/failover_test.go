@@ -2,15 +2,11 @@ package composetest
 
 import (
 	"fmt"
-	"os"
 	"strconv"
-	"strings"
 	"testing"
 	"time"
 
 	"github.com/apache/rocketmq-client-go/v2/primitive"
-	"github.com/apache/rocketmq-client-go/v2/rlog"
-	"github.com/rmqha/rmqha/tools/harness"
 )
 
 // failoverNode is one node of deploy/docker-compose.failover.yml as the test reaches it.
@@ -26,21 +22,7 @@ type failoverNode struct {
 // docker start of the killed one: it rejoins as a slave and sends are SEND_OK again; a new
 // consumer group reads every stored message.
 func TestComposeFailover(t *testing.T) {
-	if os.Getenv("RMQHA_SKIP_COMPOSE") == "1" {
-		t.Skip("RMQHA_SKIP_COMPOSE=1: compose end-to-end test skipped")
-	}
-	if out, err := runCmd(20*time.Second, nil, "", "docker", "version", "--format", "{{.Server.Version}}"); err != nil {
-		t.Skipf("compose failover test skipped: no Docker engine reachable (docker version: %v)", strings.TrimSpace(firstLine(out, err)))
-	}
-	compose := composeCommand()
-	if compose == nil {
-		t.Skip("compose failover test skipped: neither `docker compose` nor `docker-compose` works here")
-	}
-	rlog.SetLogLevel("fatal")
-	root, err := harness.RepoRoot()
-	if err != nil {
-		t.Fatal(err)
-	}
+	root, compose := composeReady(t, "compose failover test")
 	buildImages(t, root)
 	g := newGroup(t, root, compose, false)
 	g.files = []string{"deploy/docker-compose.failover.yml"}

@@ -405,10 +405,17 @@ func (g *Group) CreateTopic(t testing.TB, topic string, n int) {
 // ConsumerOffset asks addr for the committed offset of group on topic/queueId; -1 when the
 // broker has none (QUERY_NOT_FOUND).
 func (g *Group) ConsumerOffset(addr, group, topic string, queueID int) (int64, error) {
+	return QueryConsumerOffset(g.Admin, addr, BrokerName, group, topic, queueID)
+}
+
+// QueryConsumerOffset asks the broker at addr (of broker group brokerName) for the committed
+// offset of group on topic/queueId with QUERY_CONSUMER_OFFSET; -1 when it has none
+// (QUERY_NOT_FOUND).
+func QueryConsumerOffset(cli *remoting.Client, addr, brokerName, group, topic string, queueID int) (int64, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
 	defer cancel()
-	ext := map[string]string{"consumerGroup": group, "topic": topic, "queueId": fmt.Sprint(queueID), "bname": BrokerName}
-	resp, err := g.Admin.Invoke(ctx, addr, remoting.NewRequest(remoting.QueryConsumerOffset, ext, nil))
+	ext := map[string]string{"consumerGroup": group, "topic": topic, "queueId": fmt.Sprint(queueID), "bname": brokerName}
+	resp, err := cli.Invoke(ctx, addr, remoting.NewRequest(remoting.QueryConsumerOffset, ext, nil))
 	if err != nil {
 		return 0, err
 	}

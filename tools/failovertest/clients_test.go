@@ -150,7 +150,7 @@ func TestRealClientsAcrossFailover(t *testing.T) {
 					continue
 				}
 				for q := 0; q < queues; q++ {
-					off, err := g.consumerOffset(n.addr, q)
+					off, err := e2e.QueryConsumerOffset(g.admin, n.addr, brokerName, consumerGroup, topic, q)
 					if err != nil || off < 0 {
 						continue
 					}
@@ -244,19 +244,8 @@ func TestRealClientsAcrossFailover(t *testing.T) {
 
 	// Both nodes hold the same topic, each delayed message exactly once, and every SEND_OK
 	// message at its offsets.
-	ms, err := m.status()
-	require.NoError(t, err)
+	g.waitCaughtUp(t, m)
 	for _, n := range g.nodes {
-		harness.Eventually(t, readyTimeout, func() error {
-			st, err := n.status()
-			if err != nil {
-				return err
-			}
-			if !caughtUp(st, ms.MaxOffset) {
-				return errNotYet
-			}
-			return nil
-		})
 		bodies, err := g.readTopic(n.addr)
 		require.NoError(t, err)
 		count := map[string]int{}
@@ -277,24 +266,6 @@ func TestRealClientsAcrossFailover(t *testing.T) {
 		resume, hist.Counts(), nDelayed)
 	t.Logf("push consumer: %d SEND_OK messages consumed, %d delivered more than once, no rewind; committed-offset samples below an earlier sample: %d %v",
 		len(want), dups, len(regress), regress)
-}
-
-// consumerOffset is the committed offset of the test's consumer group on queue q of addr (-1: none).
-func (g *group) consumerOffset(addr string, q int) (int64, error) {
-	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
-	defer cancel()
-	ext := map[string]string{"consumerGroup": consumerGroup, "topic": topic, "queueId": strconv.Itoa(q), "bname": brokerName}
-	resp, err := g.admin.Invoke(ctx, addr, remoting.NewRequest(remoting.QueryConsumerOffset, ext, nil))
-	if err != nil {
-		return 0, err
-	}
-	switch resp.Code {
-	case remoting.Success:
-		return resp.ExtInt64("offset")
-	case remoting.QueryNotFound:
-		return -1, nil
-	}
-	return 0, fmt.Errorf("query offset: %d %s", resp.Code, resp.Remark)
 }
 
 // readTopic pulls every message of the test topic from addr (all queues) and returns the bodies.

@@ -114,6 +114,26 @@ func TestKillDuringPromotionAndTruncation(t *testing.T) {
 		promoKills, truncKills, truncated, p.hist.Counts())
 }
 
+// waitCaughtUp waits until every node holds master m's log up to its current end and has
+// indexed it in its consume queues.
+func (g *group) waitCaughtUp(t *testing.T, m *node) {
+	t.Helper()
+	ms, err := m.status()
+	require.NoError(t, err)
+	for _, n := range g.nodes {
+		harness.Eventually(t, readyTimeout, func() error {
+			st, err := n.status()
+			if err != nil {
+				return err
+			}
+			if !caughtUp(st, ms.MaxOffset) {
+				return errNotYet
+			}
+			return nil
+		})
+	}
+}
+
 // other is the node that is not n (two-node groups).
 func (g *group) other(n *node) *node {
 	for _, o := range g.nodes {
@@ -129,21 +149,7 @@ func (g *group) other(n *node) *node {
 // byte for byte up to the master's end.
 func (g *group) checkConverged(t *testing.T, p *producer) {
 	t.Helper()
-	m := g.waitMaster(len(g.nodes))
-	ms, err := m.status()
-	require.NoError(t, err)
-	for _, n := range g.nodes {
-		harness.Eventually(t, readyTimeout, func() error {
-			st, err := n.status()
-			if err != nil {
-				return err
-			}
-			if !caughtUp(st, ms.MaxOffset) {
-				return errNotYet
-			}
-			return nil
-		})
-	}
+	g.waitCaughtUp(t, g.waitMaster(len(g.nodes)))
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
 	for _, n := range g.nodes {
