@@ -70,6 +70,11 @@
 //
 // # Limits
 //
+// With failoverMasterRole=ASYNC_MASTER a send is answered before any slave has it: messages
+// the old master answered but had not replicated are cut from its tail when it rejoins
+// (logged, and counted in its /status as haSlave.Truncations and TruncatedBytes). Only
+// SYNC_MASTER makes every SEND_OK survive a failover.
+//
 // The in-sync set is republished at most every PollInterval; a slave that fell out of sync
 // within that window is still eligible, but loses to any candidate further ahead. A candidate
 // that is alive yet cannot promote (its promotion keeps failing) makes the others wait for it.
