@@ -268,7 +268,6 @@ func (b *Broker) start() error {
 			return fmt.Errorf("broker: %w", err)
 		}
 	}
-	b.rv.Store(v)
 
 	// Request handling.
 	b.clients, err = newClientRegistry(b)
@@ -279,6 +278,11 @@ func (b *Broker) start() error {
 	b.pipe = newSendPipeline(b)
 	b.locks = newQueueLocks()
 	b.store.OnDispatch(b.holds.notify)
+	b.store.OnDispatch(func(topic string, queueID int32, max int64) {
+		if d := b.view().delay; d != nil { // masters only; follows role switches
+			d.OnDispatch(topic, queueID, max)
+		}
+	})
 	if cfg.IsMaster() {
 		// Delay delivery resumes after the deliveries the log holds (DELAY_SOURCE): let the
 		// dispatcher index the log tail first (bounded; it is quick after a restart).
@@ -290,11 +294,12 @@ func (b *Broker) start() error {
 			return fmt.Errorf("broker: %w", err)
 		}
 		v.delay = d
-		b.role.delayCur.Store(d)
 		if err := d.Start(); err != nil {
 			return fmt.Errorf("broker: delay service start: %w", err)
 		}
 	}
+	// The role view is published complete, before anything serves.
+	b.rv.Store(v)
 
 	rc := remoting.DefaultServerConfig()
 	rc.Logger = b.log.WithField("component", "remoting")

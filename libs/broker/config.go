@@ -206,9 +206,10 @@ func DefaultConfig() Config {
 }
 
 // IsMaster reports whether the role is one of the master roles.
-func (c Config) IsMaster() bool {
-	return c.BrokerRole == RoleAsyncMaster || c.BrokerRole == RoleSyncMaster
-}
+func (c Config) IsMaster() bool { return isMasterRole(c.BrokerRole) }
+
+// isMasterRole reports whether role is SYNC_MASTER or ASYNC_MASTER.
+func isMasterRole(role string) bool { return role == RoleAsyncMaster || role == RoleSyncMaster }
 
 // Validate names the first offending key; role and broker id must agree.
 func (c Config) Validate() error {

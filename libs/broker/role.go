@@ -33,7 +33,7 @@ type roleView struct {
 	haServerAddr string            // brokerIP2:haListenPort, advertised for HA (masters)
 }
 
-func (v *roleView) isMaster() bool { return v.role == RoleSyncMaster || v.role == RoleAsyncMaster }
+func (v *roleView) isMaster() bool { return isMasterRole(v.role) }
 
 // view is the current role view (never nil after New).
 func (b *Broker) view() *roleView { return b.rv.Load() }
@@ -46,8 +46,6 @@ type roleState struct {
 	masterRole    string
 	slaveID       int64
 	beforePromote func(ctx context.Context) error
-	delayHooked   bool
-	delayCur      atomic.Pointer[schedule.Service]
 	switches      atomic.Int64
 	slaveClosed   bool // a failed promotion stopped the HA slave
 	status        atomic.Pointer[func() any]
@@ -126,7 +124,7 @@ func (b *Broker) fenceText() string {
 }
 
 func (b *Broker) promotionRole() string {
-	if r := b.role.masterRole; r == RoleAsyncMaster || r == RoleSyncMaster {
+	if r := b.role.masterRole; isMasterRole(r) {
 		return r
 	}
 	return RoleSyncMaster
@@ -214,7 +212,6 @@ func (b *Broker) Promote(ctx context.Context, epoch int64) (int64, error) {
 	}
 	b.rv.Store(&roleView{role: mcfg.BrokerRole, id: 0, master: m, delay: d, haServerAddr: haAddr})
 	b.masterAddr.Store(b.brokerAddr)
-	b.role.delayCur.Store(d)
 	if err := d.Start(); err != nil {
 		log.WithError(err).Error("delay delivery not started")
 	}
@@ -290,8 +287,8 @@ func (b *Broker) Demote(ctx context.Context) error {
 		if b.role.masterRole == "" {
 			b.role.masterRole = cur.role
 		}
-		if d := b.role.delayCur.Swap(nil); d != nil {
-			_ = d.Stop()
+		if cur.delay != nil {
+			_ = cur.delay.Stop()
 		}
 		if cur.master != nil {
 			cur.master.Demote()
@@ -398,8 +395,8 @@ func (b *Broker) newHASlave(cfg Config, disc *regDiscovery) (*hawire.Slave, erro
 	return s, nil
 }
 
-// newDelayService builds a delay-delivery service; the store's dispatch hook is registered
-// once and forwards to the current service.
+// newDelayService builds a delay-delivery service (the store's dispatch hook, registered at
+// start, forwards to the current view's service).
 func (b *Broker) newDelayService() (*schedule.Service, error) {
 	dc := schedule.DefaultConfig()
 	dc.Levels = b.levels
@@ -409,14 +406,6 @@ func (b *Broker) newDelayService() (*schedule.Service, error) {
 	d, err := schedule.New(dc, b.store, b.tables.Delay, storePutter{b.store})
 	if err != nil {
 		return nil, fmt.Errorf("delay service: %w", err)
-	}
-	if !b.role.delayHooked {
-		b.role.delayHooked = true
-		b.store.OnDispatch(func(topic string, queueID int32, max int64) {
-			if cur := b.role.delayCur.Load(); cur != nil {
-				cur.OnDispatch(topic, queueID, max)
-			}
-		})
 	}
 	return d, nil
 }
