@@ -45,6 +45,11 @@ func (n *fakeNode) MaxOffset() int64 {
 	defer n.mu.Unlock()
 	return n.offset
 }
+func (n *fakeNode) setInSync(ids ...int64) {
+	n.mu.Lock()
+	n.inSync = ids
+	n.mu.Unlock()
+}
 func (n *fakeNode) setPos(epoch, offset int64) {
 	n.mu.Lock()
 	n.epoch, n.offset = epoch, offset
@@ -158,9 +163,7 @@ func TestBootstrapElectsOneMaster(t *testing.T) {
 func TestFailoverOnlyToInSyncSlave(t *testing.T) {
 	g := newGroup(t, 3, nil)
 	g.step()
-	g.nodes[0].mu.Lock()
-	g.nodes[0].inSync = []int64{3} // node 3 in sync, node 2 behind
-	g.nodes[0].mu.Unlock()
+	g.nodes[0].setInSync(3) // node 3 in sync, node 2 behind
 	g.step()
 	require.Equal(t, []int64{1, 3}, g.state(t).InSync)
 
@@ -199,9 +202,7 @@ func TestUncleanTakeoverIsOptIn(t *testing.T) {
 func TestMasterCutOffFencesBeforeLeaseEnds(t *testing.T) {
 	g := newGroup(t, 2, nil)
 	g.step()
-	g.nodes[0].mu.Lock()
-	g.nodes[0].inSync = []int64{2}
-	g.nodes[0].mu.Unlock()
+	g.nodes[0].setInSync(2)
 	g.step()
 	passed := g.clk.now()
 	g.coord.CutOff(g.els[0].chk, true)
@@ -336,9 +337,7 @@ func TestFurthestAheadSlaveTakesOver(t *testing.T) {
 	g := newGroup(t, 3, nil)
 	g.step()
 	require.Equal(t, []int{0}, g.masters())
-	g.nodes[0].mu.Lock()
-	g.nodes[0].inSync = []int64{2, 3}
-	g.nodes[0].mu.Unlock()
+	g.nodes[0].setInSync(2, 3)
 	g.nodes[1].setPos(1, 900)  // node 2: behind (acknowledged less)
 	g.nodes[2].setPos(1, 1000) // node 3: holds everything
 	g.step()
@@ -355,9 +354,7 @@ func TestFurthestAheadSlaveTakesOver(t *testing.T) {
 func TestEqualCandidatesLowerIDWins(t *testing.T) {
 	g := newGroup(t, 3, nil)
 	g.step()
-	g.nodes[0].mu.Lock()
-	g.nodes[0].inSync = []int64{2, 3}
-	g.nodes[0].mu.Unlock()
+	g.nodes[0].setInSync(2, 3)
 	g.nodes[1].setPos(1, 500)
 	g.nodes[2].setPos(1, 500)
 	g.step()
@@ -373,9 +370,7 @@ func TestLaterEpochBeatsLongerLog(t *testing.T) {
 func TestDeadBetterCandidateDoesNotBlock(t *testing.T) {
 	g := newGroup(t, 3, nil)
 	g.step()
-	g.nodes[0].mu.Lock()
-	g.nodes[0].inSync = []int64{2, 3}
-	g.nodes[0].mu.Unlock()
+	g.nodes[0].setInSync(2, 3)
 	g.nodes[1].setPos(1, 400)
 	g.nodes[2].setPos(1, 1000)
 	g.step()
@@ -391,9 +386,7 @@ func TestDeadBetterCandidateDoesNotBlock(t *testing.T) {
 func TestUncleanDefersToInSyncCandidate(t *testing.T) {
 	g := newGroup(t, 3, func(c *Config) { c.Unclean = true })
 	g.step()
-	g.nodes[0].mu.Lock()
-	g.nodes[0].inSync = []int64{3}
-	g.nodes[0].mu.Unlock()
+	g.nodes[0].setInSync(3)
 	g.nodes[1].setPos(1, 2000) // out of sync (the set says so), however long its log
 	g.nodes[2].setPos(1, 1000)
 	g.step()
@@ -404,9 +397,7 @@ func TestUncleanDefersToInSyncCandidate(t *testing.T) {
 func TestUnhealthyMasterLosesLeadership(t *testing.T) {
 	g := newGroup(t, 2, nil)
 	g.step()
-	g.nodes[0].mu.Lock()
-	g.nodes[0].inSync = []int64{2}
-	g.nodes[0].mu.Unlock()
+	g.nodes[0].setInSync(2)
 	g.step()
 	g.nodes[0].mu.Lock()
 	g.nodes[0].unhealthy = true // e.g. its disk failed: it still runs and steps
