@@ -7,7 +7,7 @@ import (
 // registerHandlers binds every supported request code; anything else gets
 // REQUEST_CODE_NOT_SUPPORTED from the remoting server.
 func (b *Broker) registerHandlers() {
-	h := func(code int16, f func(w remoting.ResponseWriter, req *remoting.Command)) {
+	h := func(code int32, f func(w remoting.ResponseWriter, req *remoting.Command)) {
 		b.srv.HandleFunc(code, f)
 	}
 	// Sending.
@@ -43,7 +43,7 @@ func (b *Broker) registerHandlers() {
 }
 
 // reply answers req with a bodyless response.
-func (b *Broker) reply(w remoting.ResponseWriter, req *remoting.Command, code int16, remark string) {
+func (b *Broker) reply(w remoting.ResponseWriter, req *remoting.Command, code int32, remark string) {
 	_ = w.Write(remoting.NewResponse(req, code, remark))
 }
 

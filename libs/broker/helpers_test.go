@@ -61,7 +61,7 @@ func newTestClient(t testing.TB) *remoting.Client {
 	return c
 }
 
-func invoke(t testing.TB, c *remoting.Client, addr string, code int16, ext map[string]string, body []byte) *remoting.Command {
+func invoke(t testing.TB, c *remoting.Client, addr string, code int32, ext map[string]string, body []byte) *remoting.Command {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 25*time.Second)
 	defer cancel()

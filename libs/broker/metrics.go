@@ -33,7 +33,7 @@ var latencyBuckets = []float64{
 
 // sendStatusCodes are the response codes a send is counted under by name; anything else is
 // counted as OTHER. SUCCESS is reported as SEND_OK, the producer's name for it.
-var sendStatusCodes = []int16{
+var sendStatusCodes = []int32{
 	remoting.Success, remoting.FlushDiskTimeout, remoting.FlushSlaveTimeout, remoting.SlaveNotAvailable,
 	remoting.ServiceNotAvailable, remoting.SystemError, remoting.SystemBusy, remoting.MessageIllegal,
 	remoting.NoPermission, remoting.TopicNotExist, remoting.SubscriptionGroupNotExist,
@@ -41,7 +41,7 @@ var sendStatusCodes = []int16{
 
 // pullStatusCodes are the response codes a pull is counted under by name (SUCCESS as FOUND,
 // PULL_NOT_FOUND as NO_NEW_MSG, the consumer's names); anything else is OTHER.
-var pullStatusCodes = []int16{
+var pullStatusCodes = []int32{
 	remoting.Success, remoting.PullNotFound, remoting.PullRetryImmediately, remoting.PullOffsetMoved,
 	remoting.SystemError, remoting.SystemBusy, remoting.NoPermission, remoting.TopicNotExist,
 	remoting.SubscriptionGroupNotExist, remoting.SubscriptionNotExist, remoting.SubscriptionParseFailed,
@@ -82,14 +82,14 @@ type brokerMetrics struct {
 	fsync     prometheus.Observer
 }
 
-func sendStatusName(code int16) string {
+func sendStatusName(code int32) string {
 	if code == remoting.Success {
 		return "SEND_OK"
 	}
 	return remoting.ResponseName(code)
 }
 
-func pullStatusName(code int16) string {
+func pullStatusName(code int32) string {
 	switch code {
 	case remoting.Success:
 		return "FOUND"
@@ -168,14 +168,14 @@ func newBrokerMetrics(b *Broker, on bool) *brokerMetrics {
 
 // statusSlot is a response code's slot in the code-indexed tables (the last one for codes out
 // of range), and statusLabel its label: its name when it is one of named, else OTHER.
-func statusSlot(code int16) int {
+func statusSlot(code int32) int {
 	if code >= 0 && code < maxCode-1 {
 		return int(code)
 	}
 	return maxCode - 1
 }
 
-func statusLabel(code int16, named []int16, name func(int16) string) string {
+func statusLabel(code int32, named []int32, name func(int32) string) string {
 	for _, c := range named {
 		if c == code {
 			return name(code)
@@ -184,7 +184,7 @@ func statusLabel(code int16, named []int16, name func(int16) string) string {
 	return "OTHER"
 }
 
-func (m *brokerMetrics) sendObs(code int16) *requestObs {
+func (m *brokerMetrics) sendObs(code int32) *requestObs {
 	i := statusSlot(code)
 	if o := m.send[i].Load(); o != nil {
 		return o
@@ -194,7 +194,7 @@ func (m *brokerMetrics) sendObs(code int16) *requestObs {
 	return m.send[i].Load()
 }
 
-func (m *brokerMetrics) pullCounter(code int16) prometheus.Counter {
+func (m *brokerMetrics) pullCounter(code int32) prometheus.Counter {
 	i := statusSlot(code)
 	if c := m.pull[i].Load(); c != nil {
 		return *c

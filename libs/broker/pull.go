@@ -196,7 +196,7 @@ func (b *Broker) executePull(pr *pullRequest, allowHold bool) {
 // mapPullStatus turns the store's status into the response code and nextBeginOffset as RocketMQ
 // does. On a slave, an offset beyond what it has replicated is "not yet" (PULL_RETRY_IMMEDIATELY
 // with the requested offset), never a correction: the master may well have those messages.
-func (b *Broker) mapPullStatus(pr *pullRequest, res *commitlog.GetResult) (code int16, next int64, notYet bool) {
+func (b *Broker) mapPullStatus(pr *pullRequest, res *commitlog.GetResult) (code int32, next int64, notYet bool) {
 	next = res.NextBeginOffset
 	switch res.Status {
 	case commitlog.Found:
@@ -281,7 +281,7 @@ func physicalMemory() int64 {
 // pullError answers a refused pull. It still carries nextBeginOffset (the requested offset),
 // minOffset, maxOffset and suggestWhichBrokerId: a client missing nextBeginOffset would
 // restart the queue at 0.
-func (b *Broker) pullError(w remoting.ResponseWriter, req *remoting.Command, code int16, remark string) {
+func (b *Broker) pullError(w remoting.ResponseWriter, req *remoting.Command, code int32, remark string) {
 	resp := remoting.NewResponse(req, code, remark)
 	next := req.Ext("queueOffset")
 	if _, err := strconv.ParseInt(next, 10, 64); err != nil {

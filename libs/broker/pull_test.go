@@ -188,7 +188,7 @@ func TestOffsetsAndQueries(t *testing.T) {
 
 	// Error paths.
 	for _, bad := range []struct {
-		code int16
+		code int32
 		ext  map[string]string
 	}{
 		{remoting.GetMaxOffset, map[string]string{"topic": "O"}},

@@ -129,8 +129,8 @@ func TestRoleSwitchUnderLoad(t *testing.T) {
 	close(stop)
 	wg.Wait()
 
-	codes := map[int16]int64{}
-	sentCodes.Range(func(k, v any) bool { codes[k.(int16)] = v.(*atomic.Int64).Load(); return true })
+	codes := map[int32]int64{}
+	sentCodes.Range(func(k, v any) bool { codes[k.(int32)] = v.(*atomic.Int64).Load(); return true })
 	t.Logf("answers by code: %v; acknowledged: %d", codes, len(acked))
 	require.Zero(t, slaveOK.Load(), "SEND_OK from a slave")
 	require.NotEmpty(t, acked)

@@ -47,7 +47,7 @@ func (t Table) Valid() bool {
 }
 
 // RequestCode is the remoting request that fetches t from a master.
-func (t Table) RequestCode() int16 {
+func (t Table) RequestCode() int32 {
 	switch t {
 	case TableTopics:
 		return remoting.GetAllTopicConfig

@@ -83,7 +83,7 @@ type Client struct {
 	conns  map[string]*clientConn
 
 	hmu      sync.RWMutex
-	handlers map[int16]func(req *Command) *Command
+	handlers map[int32]func(req *Command) *Command
 
 	opaque    atomic.Int32
 	wg        sync.WaitGroup
@@ -130,7 +130,7 @@ func NewClient(cfg ClientConfig) *Client {
 		cfg:       cfg,
 		log:       cfg.Logger,
 		conns:     make(map[string]*clientConn),
-		handlers:  make(map[int16]func(*Command) *Command),
+		handlers:  make(map[int32]func(*Command) *Command),
 		ctx:       ctx,
 		cancelAll: cancel,
 	}
@@ -139,7 +139,7 @@ func NewClient(cfg ClientConfig) *Client {
 // HandleRequest registers a handler for server-initiated requests with the given code. A
 // non-nil result is sent back as the response (opaque and response flag set here) unless the
 // request was oneway.
-func (c *Client) HandleRequest(code int16, h func(req *Command) *Command) {
+func (c *Client) HandleRequest(code int32, h func(req *Command) *Command) {
 	c.hmu.Lock()
 	c.handlers[code] = h
 	c.hmu.Unlock()

@@ -43,8 +43,12 @@ func EncodeFrame(dst []byte, c *Command) ([]byte, error) {
 
 // AppendBinaryFrame appends c as a frame with a ROCKETMQ binary header (§1.4), the encoding
 // Java peers use when configured with serialize type ROCKETMQ. Ext fields are written in
-// sorted key order.
+// sorted key order. Its code field is 16 bits wide: a code outside int16 (RocketMQ 5's POP
+// codes) can only travel in a JSON header and is refused with ErrHeaderTooLarge.
 func AppendBinaryFrame(dst []byte, c *Command) ([]byte, error) {
+	if c.Code < math.MinInt16 || c.Code > math.MaxInt16 {
+		return dst, fmt.Errorf("%w: code %d does not fit the binary header's 16 bits", ErrHeaderTooLarge, c.Code)
+	}
 	start := len(dst)
 	dst = append(dst, 0, 0, 0, 0, 0, 0, 0, 0)
 	hstart := len(dst)
@@ -294,7 +298,7 @@ func (r *binReader) u32() uint32 {
 func decodeBinaryHeader(h []byte) (*Command, error) {
 	r := &binReader{b: h}
 	c := &Command{ExtFields: make(map[string]string)}
-	c.Code = int16(r.u16())
+	c.Code = int32(int16(r.u16()))
 	c.Language = LanguageName(r.u8())
 	c.Version = int16(r.u16())
 	c.Opaque = int32(r.u32())

@@ -50,7 +50,7 @@ func TestJSONFrameRoundTrip(t *testing.T) {
 	// The header must be valid JSON that a standard decoder agrees with.
 	hlen := int(binary.BigEndian.Uint32(body) & 0xFFFFFF)
 	var std struct {
-		Code      int16             `json:"code"`
+		Code      int32             `json:"code"`
 		Remark    string            `json:"remark"`
 		ExtFields map[string]string `json:"extFields"`
 	}
@@ -189,7 +189,7 @@ func TestDecodeMalformed(t *testing.T) {
 		"not object":     `[1]`,
 		"unterminated":   `{"code":1`,
 		"bad key":        `{code:1}`,
-		"code range":     `{"code":40000}`,
+		"code range":     `{"code":2147483648}`,
 		"opaque range":   `{"opaque":4294967296}`,
 		"fraction":       `{"code":1.5}`,
 		"trailing":       `{"code":1} x`,
@@ -293,4 +293,17 @@ func TestCodeNames(t *testing.T) {
 	require.Equal(t, "UNKNOWN", LanguageName(200))
 	require.Equal(t, byte(0), LanguageCode("JAVA"))
 	require.Equal(t, byte(7), LanguageCode("COBOL"))
+}
+
+// Java's code is an int: RocketMQ 5's POP codes (200050 and up) decode, and a server that does
+// not serve them answers REQUEST_CODE_NOT_SUPPORTED rather than a malformed-header error.
+func TestDecodeWideRequestCode(t *testing.T) {
+	hdr := `{"code":200050,"opaque":7,"flag":0}`
+	frame := append(binary.BigEndian.AppendUint32(nil, uint32(len(hdr))), hdr...)
+	c, err := DecodeFrame(frame)
+	require.NoError(t, err)
+	require.Equal(t, int32(200050), c.Code)
+	require.Equal(t, "REQUEST_200050", RequestName(c.Code))
+	_, err = AppendBinaryFrame(nil, c)
+	require.ErrorIs(t, err, ErrHeaderTooLarge)
 }

@@ -3,110 +3,111 @@ package remoting
 import "strconv"
 
 // Request codes (the "code" of a request frame). Numbers follow Apache RocketMQ's RequestCode;
-// names are the Java constant names in Go spelling. Every constant is typed int16, the width of
-// the code field on the wire.
+// names are the Java constant names in Go spelling. Every constant is typed int32: Java's code
+// is an int and its 5.x codes (POP, 200050 and up) need more than 16 bits. The ROCKETMQ binary
+// header carries 16 bits only (see AppendBinaryFrame).
 const (
-	SendMessage                      int16 = 10
-	PullMessage                      int16 = 11
-	QueryMessage                     int16 = 12
-	QueryBrokerOffset                int16 = 13
-	QueryConsumerOffset              int16 = 14
-	UpdateConsumerOffset             int16 = 15
-	UpdateAndCreateTopic             int16 = 17
-	GetAllTopicConfig                int16 = 21
-	GetTopicConfigList               int16 = 22
-	GetTopicNameList                 int16 = 23
-	UpdateBrokerConfig               int16 = 25
-	GetBrokerConfig                  int16 = 26
-	TriggerDeleteFiles               int16 = 27
-	GetBrokerRuntimeInfo             int16 = 28
-	SearchOffsetByTimestamp          int16 = 29
-	GetMaxOffset                     int16 = 30
-	GetMinOffset                     int16 = 31
-	GetEarliestMsgStoretime          int16 = 32
-	ViewMessageByID                  int16 = 33
-	HeartBeat                        int16 = 34
-	UnregisterClient                 int16 = 35
-	ConsumerSendMsgBack              int16 = 36
-	EndTransaction                   int16 = 37
-	GetConsumerListByGroup           int16 = 38
-	CheckTransactionState            int16 = 39
-	NotifyConsumerIdsChanged         int16 = 40
-	LockBatchMQ                      int16 = 41
-	UnlockBatchMQ                    int16 = 42
-	GetAllConsumerOffset             int16 = 43
-	GetAllDelayOffset                int16 = 45
-	CheckClientConfig                int16 = 46
-	PutKVConfig                      int16 = 100
-	GetKVConfig                      int16 = 101
-	DeleteKVConfig                   int16 = 102
-	RegisterBroker                   int16 = 103
-	UnregisterBroker                 int16 = 104
-	GetRouteInfoByTopic              int16 = 105
-	GetBrokerClusterInfo             int16 = 106
-	UpdateAndCreateSubscriptionGroup int16 = 200
-	GetAllSubscriptionGroupConfig    int16 = 201
-	GetTopicStatsInfo                int16 = 202
-	GetConsumerConnectionList        int16 = 203
-	GetProducerConnectionList        int16 = 204
-	WipeWritePermOfBroker            int16 = 205
-	GetAllTopicListFromNameServer    int16 = 206
-	DeleteSubscriptionGroup          int16 = 207
-	GetConsumeStats                  int16 = 208
-	DeleteTopicInBroker              int16 = 215
-	DeleteTopicInNameSrv             int16 = 216
-	ResetConsumerClientOffset        int16 = 220
-	GetConsumerStatusFromClient      int16 = 221
-	InvokeBrokerToResetOffset        int16 = 222
-	InvokeBrokerToGetConsumerStatus  int16 = 223
-	GetTopicsByCluster               int16 = 224
-	QueryTopicConsumeByWho           int16 = 300
-	GetConsumerRunningInfo           int16 = 307
-	QueryCorrectionOffset            int16 = 308
-	ConsumeMessageDirectly           int16 = 309
-	SendMessageV2                    int16 = 310
-	GetBrokerConsumeStats            int16 = 317
-	SendBatchMessage                 int16 = 320
-	QueryConsumeQueue                int16 = 321
-	QueryDataVersion                 int16 = 322
-	SendReplyMessage                 int16 = 324
-	SendReplyMessageV2               int16 = 325
-	PushReplyMessageToClient         int16 = 326
-	AddWritePermOfBroker             int16 = 327
-	BrokerHeartbeat                  int16 = 904
+	SendMessage                      int32 = 10
+	PullMessage                      int32 = 11
+	QueryMessage                     int32 = 12
+	QueryBrokerOffset                int32 = 13
+	QueryConsumerOffset              int32 = 14
+	UpdateConsumerOffset             int32 = 15
+	UpdateAndCreateTopic             int32 = 17
+	GetAllTopicConfig                int32 = 21
+	GetTopicConfigList               int32 = 22
+	GetTopicNameList                 int32 = 23
+	UpdateBrokerConfig               int32 = 25
+	GetBrokerConfig                  int32 = 26
+	TriggerDeleteFiles               int32 = 27
+	GetBrokerRuntimeInfo             int32 = 28
+	SearchOffsetByTimestamp          int32 = 29
+	GetMaxOffset                     int32 = 30
+	GetMinOffset                     int32 = 31
+	GetEarliestMsgStoretime          int32 = 32
+	ViewMessageByID                  int32 = 33
+	HeartBeat                        int32 = 34
+	UnregisterClient                 int32 = 35
+	ConsumerSendMsgBack              int32 = 36
+	EndTransaction                   int32 = 37
+	GetConsumerListByGroup           int32 = 38
+	CheckTransactionState            int32 = 39
+	NotifyConsumerIdsChanged         int32 = 40
+	LockBatchMQ                      int32 = 41
+	UnlockBatchMQ                    int32 = 42
+	GetAllConsumerOffset             int32 = 43
+	GetAllDelayOffset                int32 = 45
+	CheckClientConfig                int32 = 46
+	PutKVConfig                      int32 = 100
+	GetKVConfig                      int32 = 101
+	DeleteKVConfig                   int32 = 102
+	RegisterBroker                   int32 = 103
+	UnregisterBroker                 int32 = 104
+	GetRouteInfoByTopic              int32 = 105
+	GetBrokerClusterInfo             int32 = 106
+	UpdateAndCreateSubscriptionGroup int32 = 200
+	GetAllSubscriptionGroupConfig    int32 = 201
+	GetTopicStatsInfo                int32 = 202
+	GetConsumerConnectionList        int32 = 203
+	GetProducerConnectionList        int32 = 204
+	WipeWritePermOfBroker            int32 = 205
+	GetAllTopicListFromNameServer    int32 = 206
+	DeleteSubscriptionGroup          int32 = 207
+	GetConsumeStats                  int32 = 208
+	DeleteTopicInBroker              int32 = 215
+	DeleteTopicInNameSrv             int32 = 216
+	ResetConsumerClientOffset        int32 = 220
+	GetConsumerStatusFromClient      int32 = 221
+	InvokeBrokerToResetOffset        int32 = 222
+	InvokeBrokerToGetConsumerStatus  int32 = 223
+	GetTopicsByCluster               int32 = 224
+	QueryTopicConsumeByWho           int32 = 300
+	GetConsumerRunningInfo           int32 = 307
+	QueryCorrectionOffset            int32 = 308
+	ConsumeMessageDirectly           int32 = 309
+	SendMessageV2                    int32 = 310
+	GetBrokerConsumeStats            int32 = 317
+	SendBatchMessage                 int32 = 320
+	QueryConsumeQueue                int32 = 321
+	QueryDataVersion                 int32 = 322
+	SendReplyMessage                 int32 = 324
+	SendReplyMessageV2               int32 = 325
+	PushReplyMessageToClient         int32 = 326
+	AddWritePermOfBroker             int32 = 327
+	BrokerHeartbeat                  int32 = 904
 )
 
 // Response codes (the "code" of a response frame): RocketMQ's RemotingSysResponseCode (0..4)
 // and ResponseCode (10..29).
 const (
-	Success                   int16 = 0
-	SystemError               int16 = 1
-	SystemBusy                int16 = 2
-	RequestCodeNotSupported   int16 = 3
-	TransactionFailed         int16 = 4
-	FlushDiskTimeout          int16 = 10
-	SlaveNotAvailable         int16 = 11
-	FlushSlaveTimeout         int16 = 12
-	MessageIllegal            int16 = 13
-	ServiceNotAvailable       int16 = 14
-	VersionNotSupported       int16 = 15
-	NoPermission              int16 = 16
-	TopicNotExist             int16 = 17
-	TopicExistAlready         int16 = 18
-	PullNotFound              int16 = 19
-	PullRetryImmediately      int16 = 20
-	PullOffsetMoved           int16 = 21
-	QueryNotFound             int16 = 22
-	SubscriptionParseFailed   int16 = 23
-	SubscriptionNotExist      int16 = 24
-	SubscriptionNotLatest     int16 = 25
-	SubscriptionGroupNotExist int16 = 26
-	FilterDataNotExist        int16 = 27
-	FilterDataNotLatest       int16 = 28
-	InvalidParameter          int16 = 29
+	Success                   int32 = 0
+	SystemError               int32 = 1
+	SystemBusy                int32 = 2
+	RequestCodeNotSupported   int32 = 3
+	TransactionFailed         int32 = 4
+	FlushDiskTimeout          int32 = 10
+	SlaveNotAvailable         int32 = 11
+	FlushSlaveTimeout         int32 = 12
+	MessageIllegal            int32 = 13
+	ServiceNotAvailable       int32 = 14
+	VersionNotSupported       int32 = 15
+	NoPermission              int32 = 16
+	TopicNotExist             int32 = 17
+	TopicExistAlready         int32 = 18
+	PullNotFound              int32 = 19
+	PullRetryImmediately      int32 = 20
+	PullOffsetMoved           int32 = 21
+	QueryNotFound             int32 = 22
+	SubscriptionParseFailed   int32 = 23
+	SubscriptionNotExist      int32 = 24
+	SubscriptionNotLatest     int32 = 25
+	SubscriptionGroupNotExist int32 = 26
+	FilterDataNotExist        int32 = 27
+	FilterDataNotLatest       int32 = 28
+	InvalidParameter          int32 = 29
 )
 
-var requestNames = map[int16]string{
+var requestNames = map[int32]string{
 	SendMessage:                      "SEND_MESSAGE",
 	PullMessage:                      "PULL_MESSAGE",
 	QueryMessage:                     "QUERY_MESSAGE",
@@ -177,7 +178,7 @@ var requestNames = map[int16]string{
 	BrokerHeartbeat:                  "BROKER_HEARTBEAT",
 }
 
-var responseNames = map[int16]string{
+var responseNames = map[int32]string{
 	Success:                   "SUCCESS",
 	SystemError:               "SYSTEM_ERROR",
 	SystemBusy:                "SYSTEM_BUSY",
@@ -207,7 +208,7 @@ var responseNames = map[int16]string{
 
 // RequestName returns the RocketMQ name of a request code ("SEND_MESSAGE"), or "REQUEST_<n>"
 // for codes outside the table.
-func RequestName(code int16) string {
+func RequestName(code int32) string {
 	if n, ok := requestNames[code]; ok {
 		return n
 	}
@@ -216,7 +217,7 @@ func RequestName(code int16) string {
 
 // ResponseName returns the RocketMQ name of a response code ("SYSTEM_BUSY"), or "RESPONSE_<n>"
 // for codes outside the table.
-func ResponseName(code int16) string {
+func ResponseName(code int32) string {
 	if n, ok := responseNames[code]; ok {
 		return n
 	}

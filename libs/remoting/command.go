@@ -9,7 +9,7 @@ import (
 // Command is one RemotingCommand: a request or a response, header plus body.
 type Command struct {
 	// Code is the request code, or on a response the response code.
-	Code int16
+	Code int32
 	// Language is the sender's language enum name; "GO" when this package sends and it is empty.
 	Language string
 	// Version is the sender's MQVersion ordinal.
@@ -27,7 +27,7 @@ type Command struct {
 }
 
 // NewRequest builds a request. The opaque is assigned by the Client or ServerConn on send.
-func NewRequest(code int16, ext map[string]string, body []byte) *Command {
+func NewRequest(code int32, ext map[string]string, body []byte) *Command {
 	if ext == nil {
 		ext = make(map[string]string)
 	}
@@ -36,7 +36,7 @@ func NewRequest(code int16, ext map[string]string, body []byte) *Command {
 
 // NewResponse builds the response to req: it echoes req's opaque and sets the response flag.
 // ExtFields starts empty and non-nil so handlers can fill it directly.
-func NewResponse(req *Command, code int16, remark string) *Command {
+func NewResponse(req *Command, code int32, remark string) *Command {
 	resp := &Command{
 		Code:      code,
 		Language:  LanguageGo,

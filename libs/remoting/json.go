@@ -342,7 +342,7 @@ func decodeJSONHeader(h []byte) (*Command, error) {
 	p.object(func(key string) {
 		switch key {
 		case "code":
-			c.Code = int16(p.intValue(math.MinInt16, math.MaxInt16))
+			c.Code = int32(p.intValue(math.MinInt32, math.MaxInt32))
 		case "version":
 			c.Version = int16(p.intValue(math.MinInt16, math.MaxInt16))
 		case "opaque":

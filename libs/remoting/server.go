@@ -104,7 +104,7 @@ type Server struct {
 	log logrus.FieldLogger
 
 	hmu      sync.Mutex
-	handlers atomic.Pointer[map[int16]Handler]
+	handlers atomic.Pointer[map[int32]Handler]
 
 	mu         sync.Mutex
 	closed     bool
@@ -148,17 +148,17 @@ func NewServer(cfg ServerConfig) (*Server, error) {
 		listeners: make(map[net.Listener]struct{}),
 		conns:     make(map[uint64]*ServerConn),
 	}
-	empty := map[int16]Handler{}
+	empty := map[int32]Handler{}
 	s.handlers.Store(&empty)
 	return s, nil
 }
 
 // Handle registers h for a request code, replacing any earlier one. Safe while serving.
-func (s *Server) Handle(code int16, h Handler) {
+func (s *Server) Handle(code int32, h Handler) {
 	s.hmu.Lock()
 	defer s.hmu.Unlock()
 	old := *s.handlers.Load()
-	next := make(map[int16]Handler, len(old)+1)
+	next := make(map[int32]Handler, len(old)+1)
 	for k, v := range old {
 		next[k] = v
 	}
@@ -167,7 +167,7 @@ func (s *Server) Handle(code int16, h Handler) {
 }
 
 // HandleFunc registers a function for a request code.
-func (s *Server) HandleFunc(code int16, f func(w ResponseWriter, req *Command)) {
+func (s *Server) HandleFunc(code int32, f func(w ResponseWriter, req *Command)) {
 	s.Handle(code, HandlerFunc(f))
 }
 

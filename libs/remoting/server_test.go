@@ -19,7 +19,7 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-const testCode int16 = 1000
+const testCode int32 = 1000
 
 func startServer(t testing.TB, mod func(*ServerConfig), setup func(*Server)) (*Server, *logtest.Hook) {
 	t.Helper()
@@ -92,7 +92,7 @@ func (r *rawConn) expectSilence(d time.Duration) {
 	require.True(r.t, errors.As(err, &ne) && ne.Timeout(), "unexpected bytes or close: %v", err)
 }
 
-func req(code int16, opaque int32, ext map[string]string) *Command {
+func req(code int32, opaque int32, ext map[string]string) *Command {
 	c := NewRequest(code, ext, nil)
 	c.Opaque = opaque
 	return c
@@ -258,6 +258,11 @@ func TestServerUnknownCode(t *testing.T) {
 	require.Equal(t, RequestCodeNotSupported, resp.Code)
 	require.EqualValues(t, 11, resp.Opaque)
 	require.Contains(t, resp.Remark, "4321")
+	// A code beyond 16 bits (RocketMQ 5's POP codes) is a request like any other.
+	rc.send(req(200050, 12, nil))
+	resp = rc.read()
+	require.Equal(t, RequestCodeNotSupported, resp.Code)
+	require.EqualValues(t, 12, resp.Opaque)
 }
 
 func TestServerHandlerPanic(t *testing.T) {

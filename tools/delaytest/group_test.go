@@ -115,7 +115,7 @@ func (g *group) waitMaster(t *testing.T) {
 	})
 }
 
-func (g *group) invoke(addr string, code int16, ext map[string]string) (*remoting.Command, error) {
+func (g *group) invoke(addr string, code int32, ext map[string]string) (*remoting.Command, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
 	defer cancel()
 	return g.admin.Invoke(ctx, addr, remoting.NewRequest(code, ext, nil))

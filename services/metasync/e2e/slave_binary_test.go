@@ -71,7 +71,7 @@ func TestSlaveBinaryFollowsMaster(t *testing.T) {
 	slaveAddr, _, _ := startBrokerBinary(t, "slave", "SLAVE", 1,
 		fmt.Sprintf("haMasterAddress=%s\nmetasyncAddrs=127.0.0.1:%d\nmetasyncFallbackInterval=60000\n", masterHA, msPort), env)
 
-	admin := func(code int16, ext map[string]string) {
+	admin := func(code int32, ext map[string]string) {
 		t.Helper()
 		ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
 		defer cancel()

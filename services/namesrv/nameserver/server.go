@@ -128,7 +128,7 @@ func (s *Server) scan() {
 	}
 }
 
-func reply(w remoting.ResponseWriter, req *remoting.Command, code int16, remark string, body []byte) {
+func reply(w remoting.ResponseWriter, req *remoting.Command, code int32, remark string, body []byte) {
 	resp := remoting.NewResponse(req, code, remark)
 	resp.Body = body
 	_ = w.Write(resp)

@@ -168,7 +168,7 @@ func newRawConsumer(cfg Config, a *admin, r *route, group string, i int, st *sta
 	return c, nil
 }
 
-func queryOffset(cli *remoting.Client, q queueRef, topic string, code int16) (int64, error) {
+func queryOffset(cli *remoting.Client, q queueRef, topic string, code int32) (int64, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
 	ext := map[string]string{"topic": topic, "queueId": strconv.Itoa(q.queueID), "bname": q.brokerName}

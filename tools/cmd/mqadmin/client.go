@@ -73,7 +73,7 @@ func (a *Admin) Close() error { return a.cli.Close() }
 
 // Invoke sends one request to addr and returns a successful response; a non-success code
 // becomes a *serverError (ErrServer), a transport failure ErrUnreachable.
-func (a *Admin) Invoke(ctx context.Context, addr string, code int16, ext map[string]string, body []byte) (*remoting.Command, error) {
+func (a *Admin) Invoke(ctx context.Context, addr string, code int32, ext map[string]string, body []byte) (*remoting.Command, error) {
 	ctx, cancel := context.WithTimeout(ctx, a.cfg.Timeout)
 	defer cancel()
 	resp, err := a.cli.Invoke(ctx, addr, remoting.NewRequest(code, ext, body))
@@ -87,7 +87,7 @@ func (a *Admin) Invoke(ctx context.Context, addr string, code int16, ext map[str
 }
 
 // invokeNamesrv tries each name server in order until one answers (successfully or not).
-func (a *Admin) invokeNamesrv(ctx context.Context, code int16, ext map[string]string) (*remoting.Command, error) {
+func (a *Admin) invokeNamesrv(ctx context.Context, code int32, ext map[string]string) (*remoting.Command, error) {
 	if len(a.cfg.Namesrvs) == 0 {
 		return nil, fmt.Errorf("%w: no name server: set -n host:port or NAMESRV_ADDR", ErrUsage)
 	}

@@ -38,7 +38,7 @@ var (
 // serverError is a non-success response.
 type serverError struct {
 	addr   string
-	code   int16
+	code   int32
 	remark string
 }
 
