@@ -35,6 +35,10 @@ type ClientConfig struct {
 	MaxInflightPushes int
 	// Logger receives connection-level events. Default: discards everything.
 	Logger logrus.FieldLogger
+	// Signer, when set, is applied to every request this client sends, after the request was
+	// copied and its ext fields cloned (so it may add fields such as an ACL signature without
+	// touching the caller's Command). Default nil.
+	Signer func(req *Command)
 }
 
 // DefaultClientConfig returns the production defaults.
@@ -158,10 +162,9 @@ func (c *Client) Invoke(ctx context.Context, addr string, req *Command) (*Comman
 	if err != nil {
 		return nil, err
 	}
-	cp := *req
-	cp.Opaque = c.opaque.Add(1)
+	cp := c.prepare(req)
 	cp.Flag &^= FlagResponse | FlagOneway
-	resp, err := cc.link.call(ctx, &cp, 0)
+	resp, err := cc.link.call(ctx, cp, 0)
 	if err != nil {
 		return nil, fmt.Errorf("%w (addr %s)", err, addr)
 	}
@@ -180,10 +183,24 @@ func (c *Client) InvokeOneway(ctx context.Context, addr string, req *Command) er
 	if err != nil {
 		return err
 	}
+	cp := c.prepare(req)
+	cp.Flag = (cp.Flag | FlagOneway) &^ FlagResponse
+	return cc.link.send(cp, false)
+}
+
+// prepare copies req for sending with a fresh opaque, signed when a Signer is configured.
+func (c *Client) prepare(req *Command) *Command {
 	cp := *req
 	cp.Opaque = c.opaque.Add(1)
-	cp.Flag = (cp.Flag | FlagOneway) &^ FlagResponse
-	return cc.link.send(&cp, false)
+	if c.cfg.Signer != nil {
+		ext := make(map[string]string, len(req.ExtFields)+3)
+		for k, v := range req.ExtFields {
+			ext[k] = v
+		}
+		cp.ExtFields = ext
+		c.cfg.Signer(&cp)
+	}
+	return &cp
 }
 
 // conn returns a live connection to addr, dialling when there is none (one dial per address

@@ -35,7 +35,24 @@ type ServerConfig struct {
 	RequestTimeout time.Duration
 	// Logger receives connection-level events. Default: discards everything.
 	Logger logrus.FieldLogger
+	// Guard, when set, admits or refuses every request of a served code before its handler
+	// runs (access control, authenticated registration). Default nil: everything is admitted.
+	Guard Guard
 }
+
+// Guard decides, on the connection's reader goroutine and before the handler, whether a request
+// may be served. Admit returns nil to let it through, or the response to answer instead (its
+// opaque and response flag are set by the server; nothing is sent for a oneway request). It must
+// be cheap and must not block: it runs once per request, in arrival order.
+type Guard interface {
+	Admit(c *ServerConn, req *Command) *Command
+}
+
+// GuardFunc adapts a function to Guard.
+type GuardFunc func(c *ServerConn, req *Command) *Command
+
+// Admit calls f.
+func (f GuardFunc) Admit(c *ServerConn, req *Command) *Command { return f(c, req) }
 
 // DefaultServerConfig returns the production defaults (Addr is left empty).
 func DefaultServerConfig() ServerConfig {
@@ -435,6 +452,16 @@ func (c *ServerConn) dispatch(req *Command) {
 				fmt.Sprintf("request code %d (%s) not supported", req.Code, RequestName(req.Code))), true)
 		}
 		return
+	}
+	if g := s.cfg.Guard; g != nil {
+		if refusal := g.Admit(c, req); refusal != nil {
+			if !req.IsOneway() {
+				refusal.Opaque = req.Opaque
+				refusal.Flag |= FlagResponse
+				_ = c.link.send(refusal, true)
+			}
+			return
+		}
 	}
 	select {
 	case c.sem <- struct{}{}:
