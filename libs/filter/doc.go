@@ -91,7 +91,7 @@
 //	              and a number: converted as above, unparsable is an error. A string and
 //	              TRUE/FALSE: "true" (any case) is TRUE, anything else FALSE. TRUE/FALSE left
 //	              of a property: error (RocketMQ casts the Boolean to String). Number classes
-//	              widen (5 = 5.0 is TRUE). Other mixes (TRUE = 5): FALSE.
+//	              widen (5 = 5.0 is TRUE). Other mixes (5 = TRUE, (a > 1) = 1): FALSE.
 //	x <> y        NOT (x = y): NULL stays NULL; 'a' <> b with b missing is TRUE.
 //	x IS NULL     TRUE when x is NULL, else FALSE. Never NULL.
 //	x IS NOT NULL The opposite. Never NULL.
@@ -122,8 +122,9 @@
 // RocketMQ's parser stops at the end of the longest expression at the start of the text and
 // ignores the rest without reading it: "a > 5 b", "a > 5)" and "a > 5 ANDD b" all mean
 // "a > 5". Only the token right after the expression is read, so a lexical error there ("a >
-// 5 #") still fails, and a NOT, IS, BETWEEN or IN after a complete comparison must be
-// well-formed. Parse does the same and Expr.Trailing returns the ignored text.
+// 5 #") still fails, and a token that continues the expression (an operator, AND, OR, NOT,
+// IS, BETWEEN, IN, CONTAINS, ...) is parsed as such and must be followed correctly ("a > 5
+// NOT b" fails). Parse does the same and Expr.Trailing returns the ignored text.
 //
 // # Differences from RocketMQ 4.9
 //

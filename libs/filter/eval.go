@@ -1,6 +1,7 @@
 package filter
 
 import (
+	"bytes"
 	"strings"
 	"sync"
 )
@@ -48,10 +49,18 @@ func (e *Expr) MatchMap(m map[string]string) bool { return e.EvalMap(m) == True 
 // reading up to 16 distinct properties.
 func (e *Expr) MatchRaw(props []byte) bool { return e.EvalRaw(props) == True }
 
-// Eval evaluates the expression against properties p.
+// Eval evaluates the expression against properties p. Each property the expression reads is
+// asked for once.
 func (e *Expr) Eval(p Properties) Result {
-	env := env{src: srcIface, p: p}
-	return e.result(&env)
+	var inline [inlineSlots]slot
+	slots, pooled := e.slots(&inline)
+	if p != nil {
+		for k, name := range e.names {
+			v, ok := p.Property(name)
+			slots[k] = slot{v: v, ok: ok}
+		}
+	}
+	return e.evalSlots(slots, pooled)
 }
 
 // EvalMap evaluates the expression against properties m (a nil map has no properties). Every
@@ -70,23 +79,32 @@ func (e *Expr) EvalMap(m map[string]string) Result {
 // first; the two agree on valid UTF-8). props is read, never kept or modified.
 func (e *Expr) EvalRaw(props []byte) Result {
 	var inline [inlineSlots]slot
-	var slots []slot
-	var pooled *[]slot
-	if n := len(e.names); n <= inlineSlots {
-		slots = inline[:n]
-	} else {
-		pooled = slotPool.Get().(*[]slot)
-		if cap(*pooled) < n {
-			*pooled = make([]slot, n)
-		}
-		slots = (*pooled)[:n]
-		clear(slots)
-	}
+	slots, pooled := e.slots(&inline)
 	e.scanRaw(props, slots)
-	env := env{src: srcRaw, slots: slots}
+	return e.evalSlots(slots, pooled)
+}
+
+// slots returns one empty slot per property name: inline when there are few, else a pooled
+// buffer (returned as pooled, for evalSlots to give back).
+func (e *Expr) slots(inline *[inlineSlots]slot) (slots []slot, pooled *[]slot) {
+	n := len(e.names)
+	if n <= inlineSlots {
+		return inline[:n], nil
+	}
+	pooled = slotPool.Get().(*[]slot)
+	if cap(*pooled) < n {
+		*pooled = make([]slot, n)
+	}
+	slots = (*pooled)[:n]
+	clear(slots)
+	return slots, pooled
+}
+
+func (e *Expr) evalSlots(slots []slot, pooled *[]slot) Result {
+	env := env{src: srcSlots, slots: slots}
 	r := e.result(&env)
 	if pooled != nil {
-		clear(slots) // drop references into props
+		clear(slots) // drop references to the message's values
 		slotPool.Put(pooled)
 	}
 	return r
@@ -111,12 +129,12 @@ const (
 func (e *Expr) scanRaw(props []byte, slots []slot) {
 	for len(props) > 0 {
 		var pair []byte
-		if i := indexByte(props, propPairSep); i >= 0 {
+		if i := bytes.IndexByte(props, propPairSep); i >= 0 {
 			pair, props = props[:i], props[i+1:]
 		} else {
 			pair, props = props, nil
 		}
-		j := indexByte(pair, propNameSep)
+		j := bytes.IndexByte(pair, propNameSep)
 		if j <= 0 || j == len(pair)-1 {
 			continue
 		}
@@ -142,28 +160,17 @@ func (e *Expr) slotIndex(name []byte) int32 {
 	return -1
 }
 
-func indexByte(b []byte, c byte) int {
-	for i, x := range b {
-		if x == c {
-			return i
-		}
-	}
-	return -1
-}
-
 type source uint8
 
 const (
-	srcMap source = iota
-	srcIface
-	srcRaw
+	srcMap   source = iota // look each property up in m
+	srcSlots               // properties resolved before evaluation, one slot per name
 )
 
 // env is where one evaluation reads properties.
 type env struct {
 	src   source
 	m     map[string]string
-	p     Properties
 	slots []slot
 }
 
@@ -325,11 +332,7 @@ func (e *Expr) lookup(env *env, slot int32) value {
 	switch env.src {
 	case srcMap:
 		s, ok = env.m[e.names[slot]]
-	case srcIface:
-		if env.p != nil {
-			s, ok = env.p.Property(e.names[slot])
-		}
-	case srcRaw:
+	case srcSlots:
 		sl := env.slots[slot]
 		s, ok = sl.v, sl.ok
 	}
