@@ -1,6 +1,9 @@
 package filter
 
 import (
+	"strconv"
+	"strings"
+	"sync"
 	"testing"
 	"time"
 )
@@ -114,5 +117,39 @@ func TestMatchDoesNotAllocate(t *testing.T) {
 		if n := testing.AllocsPerRun(100, func() { e.MatchMap(m) }); n != 0 {
 			t.Errorf("MatchMap(%q): %v allocations", sel, n)
 		}
+	}
+}
+
+// TestConcurrentEval: one Expr serves many goroutines (the broker shares a subscription's
+// compiled expression across pulls); run with -race.
+func TestConcurrentEval(t *testing.T) {
+	var terms []string
+	for i := 0; i < 2*inlineSlots; i++ { // past the inline slots: the pooled path too
+		terms = append(terms, "p"+strconv.Itoa(i)+" IS NULL")
+	}
+	for _, sel := range []string{benchSelector, strings.Join(terms, " OR ")} {
+		e, err := Parse(sel)
+		if err != nil {
+			t.Fatal(err)
+		}
+		want := e.EvalRaw(rawProps(benchMessage))
+		var wg sync.WaitGroup
+		for g := 0; g < 8; g++ {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				for i := 0; i < 2000; i++ {
+					if r := e.EvalRaw(rawProps(benchMessage)); r != want {
+						t.Errorf("EvalRaw %v, want %v", r, want)
+						return
+					}
+					if r := e.EvalMap(benchMessage); r != want {
+						t.Errorf("EvalMap %v, want %v", r, want)
+						return
+					}
+				}
+			}()
+		}
+		wg.Wait()
 	}
 }
