@@ -252,3 +252,33 @@ func TestBoundsStillAcceptLargeFrames(t *testing.T) {
 }
 
 var _ net.Conn = (*prefixConn)(nil)
+
+func TestServerKeysApplyAndValidate(t *testing.T) {
+	k := DefaultServerKeys()
+	require.NoError(t, k.Validate(16<<20))
+	cfg, def := DefaultServerConfig(), DefaultServerConfig()
+	k.Apply(&cfg)
+	cfg.Logger, def.Logger = nil, nil
+	require.Equal(t, def, cfg, "the keys' defaults are the server's")
+	cfg.Logger = discardLogger()
+
+	k = ServerKeys{ServerTLSHandshakeTimeout: time.Second} // every bound off
+	k.Apply(&cfg)
+	require.NoError(t, cfg.Validate())
+	s, err := NewServer(cfg)
+	require.NoError(t, err)
+	st := s.Stats()
+	require.Zero(t, st.MaxBytesInFlight)
+	require.Equal(t, -1, st.MaxConnections)
+
+	for key, bad := range map[string]ServerKeys{
+		"serverMaxConnections":            {ServerMaxConnections: -1, ServerTLSHandshakeTimeout: time.Second},
+		"serverMaxBytesInFlight":          {ServerMaxBytesInFlight: 1 << 20, ServerTLSHandshakeTimeout: time.Second},
+		"serverFrameTimeoutMillis":        {ServerFrameTimeout: -1, ServerTLSHandshakeTimeout: time.Second},
+		"serverTlsHandshakeTimeoutMillis": {},
+	} {
+		err := bad.Validate(16 << 20)
+		require.ErrorIs(t, err, ErrInvalidConfig)
+		require.ErrorContains(t, err, key)
+	}
+}

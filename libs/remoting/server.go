@@ -25,8 +25,8 @@ type ServerConfig struct {
 	// MaxInflightPerConn bounds the requests of one connection whose handler has not returned;
 	// requests past it are answered SYSTEM_BUSY at once. Default 4096.
 	MaxInflightPerConn int
-	// IdleTimeout closes a connection from which nothing was read for this long; 0 disables.
-	// Default 120s (clients heartbeat every 30s).
+	// IdleTimeout closes a connection from which nothing was read for this long; negative
+	// disables. Default 120s (clients heartbeat every 30s).
 	IdleTimeout time.Duration
 	// WriteTimeout closes a connection whose peer does not accept queued bytes for this long;
 	// 0 disables. Default 30s.
@@ -105,8 +105,6 @@ func (c ServerConfig) Validate() error {
 		return fmt.Errorf("%w: TLSMode %s needs a TLS configuration", ErrInvalidConfig, c.TLSMode)
 	case c.MaxInflightPerConn < 1:
 		return fmt.Errorf("%w: MaxInflightPerConn %d < 1", ErrInvalidConfig, c.MaxInflightPerConn)
-	case c.IdleTimeout < 0:
-		return fmt.Errorf("%w: IdleTimeout %v < 0", ErrInvalidConfig, c.IdleTimeout)
 	case c.WriteTimeout < 0:
 		return fmt.Errorf("%w: WriteTimeout %v < 0", ErrInvalidConfig, c.WriteTimeout)
 	case c.RequestTimeout <= 0:
