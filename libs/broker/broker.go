@@ -355,6 +355,10 @@ func (b *Broker) start() error {
 	return nil
 }
 
+// ClientTLS is the TLS configuration of this broker's remoting clients (tls.enable), nil for
+// plain TCP; the slave's metadata follower dials its master with it.
+func (b *Broker) ClientTLS() *tls.Config { return b.tlsCli }
+
 // resolveTLS applies tls.config.file and builds the TLS material once, so a bad certificate
 // stops the broker before anything opens; it logs what the ports will speak.
 func (b *Broker) resolveTLS() error {

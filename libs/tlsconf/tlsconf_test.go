@@ -8,6 +8,7 @@ import (
 	"crypto/x509"
 	"crypto/x509/pkix"
 	"encoding/pem"
+	"flag"
 	"math/big"
 	"net"
 	"os"
@@ -316,4 +317,16 @@ func FuzzDecryptKey(f *testing.F) {
 	f.Fuzz(func(t *testing.T, keyPEM []byte, password string) {
 		_, _ = decryptKey("tls.server", keyPEM, password)
 	})
+}
+
+func TestClientFlags(t *testing.T) {
+	t.Setenv("RMQ_TLS_CLIENT_TRUST_CERT_PATH", "/ca.pem")
+	c := DefaultConfig()
+	fs := flag.NewFlagSet("tool", flag.ContinueOnError)
+	ClientFlags(fs, &c)
+	require.NoError(t, fs.Parse([]string{"-tls.enable", "-tls.client.authServer=true"}))
+	require.True(t, c.TLSEnable)
+	require.True(t, c.TLSClientAuthServer)
+	require.Equal(t, "/ca.pem", c.TLSClientTrustCertPath)
+	require.Equal(t, map[string]string{"tls.enable": "true", "tls.client.authServer": "true"}, c.ClientSummary())
 }
