@@ -51,7 +51,9 @@ func produce(t *testing.T, g *e2e.Group, topic string, n int) map[string]bool {
 	defer func() { _ = p.Shutdown() }()
 	acked := map[string]bool{}
 	start := time.Now()
-	defer func() { t.Logf("%d sends over TLS to %s answered SEND_OK in %v", len(acked), g.MasterAddr, time.Since(start)) }()
+	defer func() {
+		t.Logf("%d sends over TLS to %s answered SEND_OK in %v", len(acked), g.MasterAddr, time.Since(start))
+	}()
 	for i := 0; i < n; i++ {
 		body := fmt.Sprintf("%s-%04d-%s", topic, i, time.Now().Format(time.RFC3339Nano))
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
@@ -162,7 +164,7 @@ func TestEnforcingGroup(t *testing.T) {
 	broker := []string{"tls.server.mode=enforcing", "tls.enable=true", "metasyncFallbackInterval=1000"}
 	cfg.ExtraMaster, cfg.ExtraSlave = broker, broker
 	cfg.AdminTLS = &tls.Config{InsecureSkipVerify: true} // the test-mode certificates are self-signed
-	g := e2e.StartGroup(t, cfg)                            // waits for both brokers in the route: they registered over TLS
+	g := e2e.StartGroup(t, cfg)                          // waits for both brokers in the route: they registered over TLS
 
 	const topic = "TLSEnforcing"
 	g.CreateTopic(t, topic, 4)
