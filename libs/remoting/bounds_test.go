@@ -221,6 +221,13 @@ func TestByteBudgetHugeHeaderCloses(t *testing.T) {
 	third := dialRaw(t, s.Addr().String())
 	third.send(req(testCode+1, 6, nil))
 	require.EqualValues(t, 6, third.read().Opaque)
+
+	// Over budget with no opaque to answer (an attacker's zeros): closed at once, without
+	// waiting for the rest of the frame.
+	zeros := dialRaw(t, s.Addr().String())
+	zeros.write(append(binary.BigEndian.AppendUint32(nil, 60<<10), make([]byte, 8<<10)...))
+	zeros.expectClosed()
+	require.Eventually(t, func() bool { return s.Stats().OverloadCloses == 2 }, 5*time.Second, 5*time.Millisecond)
 }
 
 // The client reads large responses incrementally too, and still gets them whole.

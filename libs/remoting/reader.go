@@ -43,6 +43,7 @@ const (
 type byteBudget struct {
 	max  int64
 	used atomic.Int64
+	peak atomic.Int64 // highest use since the memory returner last looked
 }
 
 // acquire reserves n bytes; it reports false, reserving nothing, when that would exceed max.
@@ -56,6 +57,8 @@ func (b *byteBudget) acquire(n int64) bool {
 			return false
 		}
 		if b.used.CompareAndSwap(u, u+n) {
+			for p := b.peak.Load(); u+n > p && !b.peak.CompareAndSwap(p, u+n); p = b.peak.Load() {
+			}
 			return true
 		}
 	}
@@ -301,6 +304,10 @@ func (fr *frameReader) drop(n int64, need int) (frame, error) {
 		return frame{data: fr.buf[fr.r+lengthSize : fr.r+need], size: n}, nil
 	}
 	header := append([]byte(nil), fr.buf[fr.r+lengthSize:fr.r+hdrEnd]...)
+	if _, _, ok := recoverOpaque(header); !ok {
+		// Nobody to answer: no point reading the rest.
+		return frame{size: n}, fmt.Errorf("%w: frame of %d bytes without a recoverable opaque", ErrOverloaded, n)
+	}
 	remaining := need - (fr.w - fr.r)
 	fr.r, fr.w = 0, 0
 	for remaining > 0 {

@@ -166,6 +166,7 @@ type Server struct {
 	budget *byteBudget
 	stats  serverCounters
 	logLim logLimiter
+	done   chan struct{} // closed by Close; stops the memory returner
 }
 
 // NewServer builds a server. Zero fields of cfg take their DefaultServerConfig values; the
@@ -214,6 +215,7 @@ func NewServer(cfg ServerConfig) (*Server, error) {
 		listeners: make(map[net.Listener]struct{}),
 		conns:     make(map[uint64]*ServerConn),
 		budget:    &byteBudget{max: max(cfg.MaxBytesInFlight, 0)},
+		done:      make(chan struct{}),
 	}
 	empty := map[int32]Handler{}
 	s.handlers.Store(&empty)
@@ -281,6 +283,13 @@ func (s *Server) addListener(ln net.Listener) error {
 	}
 	s.listeners[ln] = struct{}{}
 	s.wg.Add(1)
+	if len(s.listeners) == 1 {
+		s.wg.Add(1)
+		go func() {
+			defer s.wg.Done()
+			s.memoryReturner(s.done)
+		}()
+	}
 	return nil
 }
 
@@ -770,6 +779,7 @@ func (s *Server) Close() error {
 		return nil
 	}
 	s.closed = true
+	close(s.done)
 	lns := make([]net.Listener, 0, len(s.listeners))
 	for ln := range s.listeners {
 		lns = append(lns, ln)
