@@ -2,6 +2,7 @@ package broker
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"net"
@@ -15,6 +16,7 @@ import (
 	"github.com/rmqha/rmqha/libs/broker/schedule"
 	"github.com/rmqha/rmqha/libs/commitlog"
 	"github.com/rmqha/rmqha/libs/remoting"
+	"github.com/rmqha/rmqha/libs/tlsconf"
 	"github.com/sirupsen/logrus"
 )
 
@@ -62,6 +64,12 @@ type Broker struct {
 	wg         sync.WaitGroup
 	regTrigger chan struct{}
 	stopOnce   sync.Once
+
+	// TLS material resolved at New (tls.config.file applied): the remoting port's (nil when
+	// tls.server.mode=disabled and the status port does not need it) and the name-server
+	// client's (nil unless tls.enable).
+	tlsSrv *tlsconf.Server
+	tlsCli *tls.Config
 
 	lateAnswers atomic.Int64 // answers written while stopping (flushed before connections close)
 	sendRejects atomic.Uint64
@@ -121,6 +129,9 @@ func New(cfg Config, logger logrus.FieldLogger) (*Broker, error) {
 		claimAfter:  claimWarnAfter,
 		claimRepeat: claimWarnRepeat,
 		claimEvery:  claimCheckEvery,
+	}
+	if err := b.resolveTLS(); err != nil {
+		return nil, err
 	}
 	b.rv.Store(&roleView{role: cfg.BrokerRole, id: cfg.BrokerID})
 	b.metrics = newBrokerMetrics(b, cfg.MetricsEnable)
@@ -303,6 +314,11 @@ func (b *Broker) start() error {
 
 	rc := remoting.DefaultServerConfig()
 	rc.Logger = b.log.WithField("component", "remoting")
+	cfg.ServerKeys.Apply(&rc)
+	rc.TLSMode = remoting.TLSMode(cfg.TLSServerMode)
+	if cfg.TLSServerMode != tlsconf.ModeDisabled {
+		rc.TLS = b.tlsSrv.Config
+	}
 	b.srv, err = remoting.NewServer(rc)
 	if err != nil {
 		return err
@@ -313,7 +329,9 @@ func (b *Broker) start() error {
 	nc := remoting.DefaultClientConfig()
 	nc.RequestTimeout = 6 * time.Second
 	nc.Logger = b.log.WithField("component", "namesrv-client")
+	nc.TLS = b.tlsCli
 	b.nsCli = remoting.NewClient(nc)
+	b.metrics.registerRemoting(b.srv, b.nsCli)
 
 	if cfg.HTTPPort != 0 {
 		b.httpSrv, err = startHTTP(b, net.JoinHostPort(cfg.BindAddress, strconv.Itoa(cfg.HTTPPort)))
@@ -334,6 +352,48 @@ func (b *Broker) start() error {
 	go b.persistLoop()
 	go b.registerLoop()
 	go b.claimLoop()
+	return nil
+}
+
+// ClientTLS is the TLS configuration of this broker's remoting clients (tls.enable), nil for
+// plain TCP; the slave's metadata follower dials its master with it.
+func (b *Broker) ClientTLS() *tls.Config { return b.tlsCli }
+
+// resolveTLS applies tls.config.file and builds the TLS material once, so a bad certificate
+// stops the broker before anything opens; it logs what the ports will speak.
+func (b *Broker) resolveTLS() error {
+	tc := b.cfg.Config
+	applied, err := tc.ApplyFile()
+	if err != nil {
+		return fmt.Errorf("%w: %w", ErrInvalidConfig, err)
+	}
+	if err := tc.Validate(); err != nil {
+		return fmt.Errorf("%w: %w", ErrInvalidConfig, err)
+	}
+	b.cfg.Config = tc
+	if tc.TLSServerMode != tlsconf.ModeDisabled || b.cfg.HTTPTLSEnable {
+		if b.tlsSrv, err = tc.BuildServer(); err != nil {
+			return fmt.Errorf("%w: %w", ErrInvalidConfig, err)
+		}
+	}
+	if b.tlsCli, err = tc.ClientTLS(); err != nil {
+		return fmt.Errorf("%w: %w", ErrInvalidConfig, err)
+	}
+	f := logrus.Fields{"tls.server.mode": tc.TLSServerMode, "tls.enable": tc.TLSEnable, "httpTlsEnable": b.cfg.HTTPTLSEnable}
+	if len(applied) > 0 {
+		f["tls.config.file"], f["fromFile"] = tc.TLSConfigFile, applied
+	}
+	if b.tlsSrv != nil {
+		f["tls.server.need.client.auth"] = tc.TLSServerNeedClientAuth
+		f["selfSigned"] = b.tlsSrv.SelfSigned
+	}
+	b.log.WithFields(f).Info("remoting TLS")
+	if b.tlsSrv != nil && b.tlsSrv.SelfSigned {
+		b.log.Warn("TLS: serving a self-signed certificate generated at start (tls.test.mode.enable=true and no tls.server.certPath); clients that verify servers will refuse it")
+	}
+	if tc.TLSEnable && !tc.TLSClientAuthServer {
+		b.log.Warn("TLS: the name-server client does not verify server certificates (tls.client.authServer=false)")
+	}
 	return nil
 }
 

@@ -10,6 +10,8 @@ import (
 
 	"github.com/rmqha/rmqha/libs/broker/schedule"
 	"github.com/rmqha/rmqha/libs/commitlog/vfs"
+	"github.com/rmqha/rmqha/libs/remoting"
+	"github.com/rmqha/rmqha/libs/tlsconf"
 )
 
 // Broker roles (brokerRole).
@@ -151,6 +153,15 @@ type Config struct {
 	// messages may be lost; logged). Default false.
 	UncleanFailover bool `prop:"uncleanFailover"`
 
+	// Remoting transport: RocketMQ's tls.* keys (libs/tlsconf; the remoting port's mode and
+	// certificates, and tls.enable for this broker's client to the name servers) and the
+	// remoting port's bounds (libs/remoting ServerKeys).
+	tlsconf.Config
+	remoting.ServerKeys
+	// HTTPTLSEnable serves the status HTTP port (httpPort) over HTTPS with the remoting
+	// port's server certificate (tls.server.certPath, or test mode's). Default false.
+	HTTPTLSEnable bool `prop:"httpTlsEnable"`
+
 	// ClientExpiry drops a client connection silent for this long. Default 120s. Not a property.
 	ClientExpiry time.Duration
 	// OffsetPersistInterval is how often consumer offsets are written. Default 5s. Not a property.
@@ -202,6 +213,8 @@ func DefaultConfig() Config {
 		FailoverSafetyMargin:          600 * time.Millisecond,
 		ClientExpiry:                  120 * time.Second,
 		OffsetPersistInterval:         5 * time.Second,
+		Config:                        tlsconf.DefaultConfig(),
+		ServerKeys:                    remoting.DefaultServerKeys(),
 	}
 }
 
@@ -341,6 +354,12 @@ func (c Config) Validate() error {
 	}
 	if c.LogFormat != "text" && c.LogFormat != "json" {
 		return bad("logFormat", "%q is not text or json", c.LogFormat)
+	}
+	if err := c.Config.Validate(); err != nil {
+		return fmt.Errorf("%w: %w", ErrInvalidConfig, err)
+	}
+	if err := c.ServerKeys.Validate(remoting.DefaultServerConfig().MaxFrameSize); err != nil {
+		return fmt.Errorf("%w: %w", ErrInvalidConfig, err)
 	}
 	return nil
 }

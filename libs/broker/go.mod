@@ -38,6 +38,7 @@ require (
 	github.com/prometheus/client_model v0.6.3 // indirect
 	github.com/prometheus/common v0.72.0 // indirect
 	github.com/prometheus/procfs v0.22.0 // indirect
+	github.com/youmark/pkcs8 v0.0.0-20240726163527-a2c0da244d78 // indirect
 	golang.org/x/crypto v0.57.0 // indirect
 	golang.org/x/exp v0.0.0-20260218203240-3dfff04db8fa // indirect
 	google.golang.org/protobuf v1.36.12 // indirect
@@ -80,3 +81,7 @@ replace github.com/rmqha/rmqha/libs/discovery => ../discovery
 replace github.com/rmqha/rmqha/libs/obs => ../obs
 
 replace github.com/rmqha/rmqha/libs/metasync => ../metasync
+
+require github.com/rmqha/rmqha/libs/tlsconf v0.0.0
+
+replace github.com/rmqha/rmqha/libs/tlsconf => ../tlsconf

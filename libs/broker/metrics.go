@@ -166,6 +166,23 @@ func newBrokerMetrics(b *Broker, on bool) *brokerMetrics {
 	return m
 }
 
+// registerRemoting adds the remoting port's connection, TLS and byte-budget series
+// (rmqha_broker_remoting_*, see obs.RemotingCollector) and the name-server client's TLS
+// handshakes.
+func (m *brokerMetrics) registerRemoting(srv *remoting.Server, cli *remoting.Client) {
+	m.reg.MustRegister(obs.RemotingCollector(metricsPrefix+"remoting_", srv.Stats))
+	for result, v := range map[string]func(remoting.ClientStats) int64{
+		"ok":     func(s remoting.ClientStats) int64 { return s.HandshakesOK },
+		"failed": func(s remoting.ClientStats) int64 { return s.HandshakesFailed },
+	} {
+		m.reg.MustRegister(prometheus.NewCounterFunc(prometheus.CounterOpts{
+			Name:        metricsPrefix + "namesrv_client_tls_handshakes_total",
+			Help:        "TLS handshakes of the broker's client to the name servers (tls.enable), by result.",
+			ConstLabels: prometheus.Labels{"result": result},
+		}, func() float64 { return float64(v(cli.Stats())) }))
+	}
+}
+
 // statusSlot is a response code's slot in the code-indexed tables (the last one for codes out
 // of range), and statusLabel its label: its name when it is one of named, else OTHER.
 func statusSlot(code int32) int {

@@ -2,6 +2,7 @@ package broker
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"net"
 	"net/http"
@@ -108,7 +109,11 @@ type httpServer struct {
 }
 
 func startHTTP(b *Broker, addr string) (*httpServer, error) {
-	ln, err := net.Listen("tcp", addr)
+	var tc *tls.Config
+	if b.cfg.HTTPTLSEnable {
+		tc = b.tlsSrv.HTTP()
+	}
+	ln, err := obs.Listen(addr, tc)
 	if err != nil {
 		return nil, err
 	}

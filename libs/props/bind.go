@@ -21,18 +21,29 @@ var ErrHelp = flag.ErrHelp
 const EnvPrefix = "RMQ_"
 
 // EnvName returns the environment variable that sets key:
-// listenPort -> RMQ_LISTEN_PORT, haMasterAddress -> RMQ_HA_MASTER_ADDRESS.
+// listenPort -> RMQ_LISTEN_PORT, haMasterAddress -> RMQ_HA_MASTER_ADDRESS. Dots and dashes of
+// RocketMQ's dotted keys become underscores, since a shell variable name cannot hold them:
+// tls.server.mode -> RMQ_TLS_SERVER_MODE, tls.server.certPath -> RMQ_TLS_SERVER_CERT_PATH.
 func EnvName(key string) string {
 	var b strings.Builder
 	b.WriteString(EnvPrefix)
 	rs := []rune(key)
-	for i, r := range rs {
-		if unicode.IsUpper(r) && i > 0 && (unicode.IsLower(rs[i-1]) || unicode.IsDigit(rs[i-1]) ||
-			(i+1 < len(rs) && unicode.IsLower(rs[i+1]))) {
+	sep := func() {
+		if s := b.String(); !strings.HasSuffix(s, "_") {
 			b.WriteByte('_')
 		}
+	}
+	for i, r := range rs {
+		if r == '.' || r == '-' {
+			sep()
+			continue
+		}
+		if unicode.IsUpper(r) && i > 0 && (unicode.IsLower(rs[i-1]) || unicode.IsDigit(rs[i-1]) ||
+			(i+1 < len(rs) && unicode.IsLower(rs[i+1]))) {
+			sep()
+		}
 		if unicode.IsDigit(r) && i > 0 && !unicode.IsDigit(rs[i-1]) {
-			b.WriteByte('_')
+			sep()
 		}
 		b.WriteRune(unicode.ToUpper(r))
 	}

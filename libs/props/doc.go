@@ -7,7 +7,8 @@
 //
 //	Config defaults (DefaultConfig of the service)
 //	  < properties file given with -c FILE
-//	  < environment variables  RMQ_<KEY_IN_UPPER_SNAKE_CASE>  (listenPort -> RMQ_LISTEN_PORT)
+//	  < environment variables  RMQ_<KEY_IN_UPPER_SNAKE_CASE>  (listenPort -> RMQ_LISTEN_PORT,
+//	                                                          tls.server.mode -> RMQ_TLS_SERVER_MODE)
 //	  < flags                  -listenPort=10911
 //
 // Keys bind to struct fields tagged `prop:"name"`. Supported field types are

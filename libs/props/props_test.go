@@ -92,6 +92,12 @@ func TestEnvName(t *testing.T) {
 		"brokerIP1":             "RMQ_BROKER_IP_1",
 		"diskMaxUsedSpaceRatio": "RMQ_DISK_MAX_USED_SPACE_RATIO",
 		"brokerId":              "RMQ_BROKER_ID",
+		// RocketMQ's dotted TLS keys.
+		"tls.server.mode":             "RMQ_TLS_SERVER_MODE",
+		"tls.server.need.client.auth": "RMQ_TLS_SERVER_NEED_CLIENT_AUTH",
+		"tls.server.certPath":         "RMQ_TLS_SERVER_CERT_PATH",
+		"tls.client.trustCertPath":    "RMQ_TLS_CLIENT_TRUST_CERT_PATH",
+		"tls.test.mode.enable":        "RMQ_TLS_TEST_MODE_ENABLE",
 	} {
 		require.Equal(t, want, EnvName(in), in)
 	}
@@ -104,6 +110,26 @@ func TestDumpMasksSecrets(t *testing.T) {
 	require.Equal(t, "b", d["brokerName"])
 	require.Equal(t, "x,y", d["namesrvAddr"])
 	require.Contains(t, Keys(&cfg), "listenPort")
+}
+
+// Dotted keys load from a file, the environment and flags like any other key.
+func TestDottedKeys(t *testing.T) {
+	var cfg struct {
+		Mode     string `prop:"tls.server.mode"`
+		CertPath string `prop:"tls.server.certPath"`
+		Enable   bool   `prop:"tls.enable"`
+		Password string `prop:"tls.server.keyPassword"`
+	}
+	file := writeFile(t, "tls.server.mode=enforcing\ntls.server.certPath=/from/file\ntls.server.keyPassword=pw\n")
+	_, err := Load(&cfg, "broker", []string{"-c", file, "-tls.enable=true"},
+		[]string{"RMQ_TLS_SERVER_CERT_PATH=/from/env"}, &bytes.Buffer{})
+	require.NoError(t, err)
+	require.Equal(t, "enforcing", cfg.Mode)
+	require.Equal(t, "/from/env", cfg.CertPath)
+	require.True(t, cfg.Enable)
+	require.Equal(t, "****", Dump(&cfg)["tls.server.keyPassword"])
+	_, err = Load(&cfg, "broker", nil, []string{"RMQ_TLS_ENABLE=maybe"}, &bytes.Buffer{})
+	require.ErrorContains(t, err, `key "tls.enable" (env RMQ_TLS_ENABLE)`)
 }
 
 func FuzzParse(f *testing.F) {

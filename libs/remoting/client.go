@@ -1,8 +1,8 @@
 package remoting
 
 import (
-	"bufio"
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"io"
@@ -39,6 +39,10 @@ type ClientConfig struct {
 	// copied and its ext fields cloned (so it may add fields such as an ACL signature without
 	// touching the caller's Command). Default nil.
 	Signer func(req *Command)
+	// TLS, when set, makes every connection a TLS client connection (RocketMQ's tls.enable);
+	// the handshake counts towards DialTimeout. ServerName defaults to the dialled host.
+	// Default nil: plain TCP.
+	TLS *tls.Config
 }
 
 // DefaultClientConfig returns the production defaults.
@@ -90,6 +94,8 @@ type Client struct {
 	handlers map[int32]func(req *Command) *Command
 
 	opaque    atomic.Int32
+	hsOK      atomic.Int64
+	hsFailed  atomic.Int64
 	wg        sync.WaitGroup
 	ctx       context.Context // cancelled by Close; aborts dials
 	cancelAll context.CancelFunc
@@ -255,18 +261,36 @@ func (c *Client) forget(cc *clientConn) {
 
 func (c *Client) dial(cc *clientConn) {
 	defer c.wg.Done()
-	d := net.Dialer{Timeout: c.cfg.DialTimeout}
-	nc, err := d.DialContext(c.ctx, "tcp", cc.addr)
+	ctx, cancel := context.WithTimeout(c.ctx, c.cfg.DialTimeout)
+	defer cancel()
+	var d net.Dialer
+	raw, err := d.DialContext(ctx, "tcp", cc.addr)
 	if err != nil {
 		cc.dialErr = fmt.Errorf("%w: dial %s: %w", ErrConnFailed, cc.addr, err)
 		c.forget(cc)
 		close(cc.ready)
 		return
 	}
-	if tc, ok := nc.(*net.TCPConn); ok {
+	if tc, ok := raw.(*net.TCPConn); ok {
 		_ = tc.SetNoDelay(true)
 	}
+	nc := raw
+	if c.cfg.TLS != nil {
+		tc, err := clientHandshake(ctx, raw, cc.addr, c.cfg.TLS)
+		if err != nil {
+			c.hsFailed.Add(1)
+			_ = raw.Close()
+			cc.dialErr = fmt.Errorf("%w: TLS handshake with %s: %w", ErrConnFailed, cc.addr, err)
+			cc.log.WithError(err).Warn("remoting: TLS handshake with server failed")
+			c.forget(cc)
+			close(cc.ready)
+			return
+		}
+		c.hsOK.Add(1)
+		nc = tc
+	}
 	cc.link = newLink(nc, c.cfg.WriteTimeout)
+	cc.link.raw = raw
 	c.mu.Lock()
 	if c.closed {
 		c.mu.Unlock()
@@ -289,19 +313,16 @@ func (c *Client) dial(cc *clientConn) {
 
 func (c *Client) readLoop(cc *clientConn) {
 	defer c.forget(cc)
-	br := bufio.NewReaderSize(cc.link.nc, readBufferSize)
-	var buf []byte
+	fr := newFrameReader(cc.link.nc, nil, c.cfg.MaxFrameSize, nil, c.cfg.IdleTimeout, 0)
+	defer fr.close()
 	for {
-		if c.cfg.IdleTimeout > 0 {
-			_ = cc.link.nc.SetReadDeadline(time.Now().Add(c.cfg.IdleTimeout))
-		}
-		frame, size, err := readFrame(br, buf, c.cfg.MaxFrameSize)
+		f, err := fr.read()
 		if err != nil {
 			var ne net.Error
 			switch {
 			case cc.link.isClosed():
 			case errors.Is(err, ErrFrameTooLarge) || errors.Is(err, ErrMalformed):
-				cc.log.WithError(err).WithField("size", size).Warn("remoting: bad frame from server, closing connection")
+				cc.log.WithError(err).WithField("size", f.size).Warn("remoting: bad frame from server, closing connection")
 			case errors.Is(err, io.EOF):
 				cc.log.Debug("remoting: server closed connection")
 			case errors.As(err, &ne) && ne.Timeout():
@@ -312,11 +333,7 @@ func (c *Client) readLoop(cc *clientConn) {
 			cc.link.close(fmt.Errorf("%w: read: %w", ErrConnFailed, err))
 			return
 		}
-		if cap(frame) <= 1<<20 {
-			buf = frame[:0]
-		} else {
-			buf = nil
-		}
+		frame := f.data
 		cmd, err := DecodeFrame(frame)
 		if err != nil {
 			// A server that sends undecodable frames cannot be trusted to match answers.

@@ -180,7 +180,8 @@ func appendJSONString(dst []byte, s string) []byte {
 }
 
 // ReadFrame reads one frame from r and returns the bytes after the 4-byte length prefix
-// (header word, header, body). buf is used as storage when it is large enough, so the result
+// (header word, header, body). buf is used as storage when it is large enough (otherwise the
+// storage grows as the bytes arrive, never sized from the length prefix alone), so the result
 // is only valid until the next call with the same buf. A length above maxFrame (when
 // maxFrame > 0) returns ErrFrameTooLarge without reading the rest; a length below 4 returns
 // ErrMalformed; a stream ending inside a frame returns io.ErrUnexpectedEOF, and a stream ending
@@ -205,14 +206,30 @@ func readFrame(r io.Reader, buf []byte, maxFrame int) ([]byte, int64, error) {
 	}
 	if int64(cap(buf)) >= n {
 		buf = buf[:n]
-	} else {
-		buf = make([]byte, n)
-	}
-	if _, err := io.ReadFull(r, buf); err != nil {
-		if err == io.EOF {
-			err = io.ErrUnexpectedEOF
+		if _, err := io.ReadFull(r, buf); err != nil {
+			if err == io.EOF {
+				err = io.ErrUnexpectedEOF
+			}
+			return nil, n, err
 		}
-		return nil, n, err
+		return buf, n, nil
+	}
+	// The length is the peer's word: the buffer grows as bytes arrive, never ahead of them.
+	buf = buf[:0]
+	for int64(len(buf)) < n {
+		if len(buf) == cap(buf) {
+			nb := make([]byte, len(buf), int(min(max(2*int64(cap(buf)), minReadBuffer), n)))
+			copy(nb, buf)
+			buf = nb
+		}
+		k, err := r.Read(buf[len(buf):cap(buf)])
+		buf = buf[:len(buf)+k]
+		if err != nil && int64(len(buf)) < n {
+			if err == io.EOF {
+				err = io.ErrUnexpectedEOF
+			}
+			return nil, n, err
+		}
 	}
 	return buf, n, nil
 }

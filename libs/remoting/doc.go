@@ -39,9 +39,21 @@
 // SYSTEM_ERROR when the opaque can be recovered, otherwise the connection is closed, as it is
 // for frames above MaxFrameSize. Handler panics become SYSTEM_ERROR answers.
 //
+// # Transport and bounds
+//
+// A server serves plain and TLS clients by RocketMQ's three modes, told apart by the first
+// byte (tls.go). Its resources are bounded (reader.go, keys.go): connections per listener
+// (MaxConnections, refused at accept), read buffers that grow only as bytes arrive (4 KiB per
+// idle connection, never sized from a peer's length prefix), a server-wide budget of bytes in
+// flight (MaxBytesInFlight: grown buffers plus requests not yet answered; beyond it
+// SYSTEM_BUSY "[OVERLOAD]..." with the body read and discarded, keeping the stream in sync),
+// and a deadline per frame (FrameTimeout) against peers that dribble. Counters for all of it:
+// Server.Stats. After a burst the memory goes back to the operating system (memory.go).
+//
 // # Client
 //
-// A Client holds one connection per address, dialled on first use and shared by all calls;
+// A Client holds one connection per address (TLS when ClientConfig.TLS is set), dialled on
+// first use and shared by all calls;
 // calls are matched to responses by opaque, carry a deadline (the context's or
 // RequestTimeout), and fail together when their connection breaks. Server-initiated requests
 // (NOTIFY_CONSUMER_IDS_CHANGED and friends) go to handlers registered with HandleRequest.

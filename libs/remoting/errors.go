@@ -25,6 +25,19 @@ var (
 	ErrExtMissing = errors.New("remoting: ext field missing")
 	// ErrExtInvalid is returned by the Command.ExtX accessors when the value does not parse.
 	ErrExtInvalid = errors.New("remoting: ext field invalid")
+	// ErrFrameTimeout is returned by a connection's reader when a frame whose first byte arrived
+	// was not complete within the frame timeout (a peer dribbling bytes); the connection closes.
+	ErrFrameTimeout = errors.New("remoting: frame not completed in time")
+	// ErrOverloaded is returned by a server connection's reader when a frame exceeds the byte
+	// budget and its header is too large to be kept for a SYSTEM_BUSY answer; the connection
+	// closes.
+	ErrOverloaded = errors.New("remoting: bytes in flight over budget")
+	// ErrTLSRefused is the cause recorded for a connection refused by the TLS mode: a plain
+	// client on an enforcing server, a TLS client on a disabled one.
+	ErrTLSRefused = errors.New("remoting: refused by TLS mode")
+	// ErrHandshake is the cause recorded for a connection whose TLS handshake failed or did not
+	// finish within the handshake timeout.
+	ErrHandshake = errors.New("remoting: TLS handshake failed")
 	// ErrInvalidConfig is returned by Validate (wrapped with the offending field's name).
 	ErrInvalidConfig = errors.New("remoting: invalid config")
 )

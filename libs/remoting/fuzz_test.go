@@ -3,7 +3,10 @@ package remoting
 import (
 	"bytes"
 	"encoding/binary"
+	"errors"
+	"io"
 	"testing"
+	"time"
 	"unicode/utf8"
 )
 
@@ -108,6 +111,94 @@ func FuzzDecodeBinaryHeader(f *testing.F) {
 			if again.ExtFields[k] != v {
 				t.Fatalf("ext %q changed", k)
 			}
+		}
+	})
+}
+
+// chunkReader hands out data in the chunk sizes given (cycling), as a socket might.
+type chunkReader struct {
+	data   []byte
+	chunks []byte
+	i      int
+}
+
+func (c *chunkReader) Read(b []byte) (int, error) {
+	if len(c.data) == 0 {
+		return 0, io.EOF
+	}
+	n := 1 + len(c.data)
+	if len(c.chunks) > 0 {
+		n = 1 + int(c.chunks[c.i%len(c.chunks)])*37
+		c.i++
+	}
+	n = min(n, len(b), len(c.data))
+	copy(b, c.data[:n])
+	c.data = c.data[n:]
+	return n, nil
+}
+
+func (c *chunkReader) SetReadDeadline(time.Time) error { return nil }
+
+// FuzzFrameReader: whatever the chunking and the byte budget, the connection reader returns
+// the frames ReadFrame finds, in order; a frame it drops for the budget keeps its header and
+// the frames after it still come out whole (the stream stays in sync); and it never holds a
+// buffer larger than twice what arrived.
+func FuzzFrameReader(f *testing.F) {
+	var stream []byte
+	for _, size := range []int{0, 10, 5000, 70000, 3} {
+		c := req(testCode, int32(size), map[string]string{"k": "v"})
+		c.Body = bytes.Repeat([]byte{'b'}, size)
+		stream = AppendFrame(stream, c)
+	}
+	f.Add(stream, []byte{0, 200, 3}, uint32(0))
+	f.Add(stream, []byte{255}, uint32(20000))
+	f.Add(stream, []byte(nil), uint32(1))
+	f.Add([]byte{0, 0, 0, 9, 0, 0, 0, 200, 1, 2}, []byte{1}, uint32(1))
+	f.Fuzz(func(t *testing.T, data, chunks []byte, budget uint32) {
+		const maxFrame = 128 << 10
+		var ref [][]byte
+		var refErr error
+		br := bytes.NewReader(data)
+		for {
+			fr, err := ReadFrame(br, nil, maxFrame)
+			if err != nil {
+				refErr = err
+				break
+			}
+			ref = append(ref, fr)
+		}
+		b := &byteBudget{max: int64(budget % (256 << 10))}
+		fr := newFrameReader(&chunkReader{data: data, chunks: chunks}, nil, maxFrame, b, 0, 0)
+		for i := 0; ; i++ {
+			got, err := fr.read()
+			if len(fr.buf) > minReadBuffer && len(fr.buf) > 2*(len(data)+lengthSize) {
+				t.Fatalf("buffer of %d bytes for a %d-byte stream", len(fr.buf), len(data))
+			}
+			if err != nil {
+				if i < len(ref) && !errors.Is(err, ErrOverloaded) && !errors.Is(err, ErrMalformed) {
+					t.Fatalf("frame %d: %v, ReadFrame read it", i, err)
+				}
+				if i == len(ref) && refErr == io.EOF && err != io.EOF {
+					t.Fatalf("stream end: %v, want EOF", err)
+				}
+				break
+			}
+			if i >= len(ref) {
+				t.Fatalf("frame %d beyond what ReadFrame found (%v)", i, refErr)
+			}
+			if got.dropped {
+				if !bytes.HasPrefix(ref[i], got.header) || int(got.size) != len(ref[i]) {
+					t.Fatalf("frame %d dropped with a wrong header", i)
+				}
+				continue
+			}
+			if !bytes.Equal(got.data, ref[i]) {
+				t.Fatalf("frame %d differs", i)
+			}
+		}
+		fr.close()
+		if b.used.Load() != 0 {
+			t.Fatalf("budget holds %d bytes after close", b.used.Load())
 		}
 	})
 }

@@ -22,7 +22,12 @@ const (
 // goroutine draining a byte queue (frames appended by any goroutine, written in batches, one
 // Write per drain), and a table of calls waiting for a response by opaque.
 type link struct {
-	nc           net.Conn
+	// nc carries the frames: the socket itself, or a *tls.Conn over it. Set before the writer
+	// starts and not changed after.
+	nc net.Conn
+	// raw is the socket; close closes it (not nc), so that closing never waits for a TLS
+	// close_notify to be written to a peer that does not read.
+	raw          net.Conn
 	writeTimeout time.Duration
 
 	wmu       sync.Mutex
@@ -42,6 +47,7 @@ type link struct {
 func newLink(nc net.Conn, writeTimeout time.Duration) *link {
 	l := &link{
 		nc:           nc,
+		raw:          nc,
 		writeTimeout: writeTimeout,
 		pending:      make(map[int32]chan *Command),
 		done:         make(chan struct{}),
@@ -127,7 +133,7 @@ func (l *link) close(cause error) {
 		l.dataCond.Broadcast()
 		l.spaceCond.Broadcast()
 		l.wmu.Unlock()
-		_ = l.nc.Close()
+		_ = l.raw.Close()
 		close(l.done)
 		l.pmu.Lock()
 		l.pending = nil // waiters select on done

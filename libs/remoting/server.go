@@ -1,8 +1,8 @@
 package remoting
 
 import (
-	"bufio"
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"io"
@@ -25,8 +25,8 @@ type ServerConfig struct {
 	// MaxInflightPerConn bounds the requests of one connection whose handler has not returned;
 	// requests past it are answered SYSTEM_BUSY at once. Default 4096.
 	MaxInflightPerConn int
-	// IdleTimeout closes a connection from which nothing was read for this long; 0 disables.
-	// Default 120s (clients heartbeat every 30s).
+	// IdleTimeout closes a connection from which nothing was read for this long; negative
+	// disables. Default 120s (clients heartbeat every 30s).
 	IdleTimeout time.Duration
 	// WriteTimeout closes a connection whose peer does not accept queued bytes for this long;
 	// 0 disables. Default 30s.
@@ -38,6 +38,25 @@ type ServerConfig struct {
 	// Guard, when set, admits or refuses every request of a served code before its handler
 	// runs (access control, authenticated registration). Default nil: everything is admitted.
 	Guard Guard
+
+	// MaxConnections bounds the open connections of each listener; a connection beyond it is
+	// closed at accept (counted, logged rate-limited). Negative: no limit. Default 10000.
+	MaxConnections int
+	// MaxBytesInFlight is the server-wide budget in bytes for read buffers grown past their
+	// 4 KiB minimum plus requests handed to handlers and not yet answered. A request beyond it
+	// is answered SYSTEM_BUSY ("[OVERLOAD]...") and its body read and discarded, not buffered.
+	// Negative: no budget (still counted). Default 256 MiB; at least MaxFrameSize.
+	MaxBytesInFlight int64
+	// FrameTimeout is how long a frame may take from its first byte to its last; a connection
+	// that dribbles a frame slower is closed. Negative: no limit. Default 30s.
+	FrameTimeout time.Duration
+	// TLSMode is disabled, permissive or enforcing (RocketMQ's tls.server.mode; see tls.go).
+	// Default disabled (services default to permissive through libs/tlsconf).
+	TLSMode TLSMode
+	// TLS is the server's TLS configuration; required unless TLSMode is disabled.
+	TLS *tls.Config
+	// HandshakeTimeout bounds a TLS handshake from the first byte. Default 10s.
+	HandshakeTimeout time.Duration
 }
 
 // Guard decides, on the connection's reader goroutine and before the handler, whether a request
@@ -63,18 +82,29 @@ func DefaultServerConfig() ServerConfig {
 		WriteTimeout:       30 * time.Second,
 		RequestTimeout:     3 * time.Second,
 		Logger:             discardLogger(),
+		MaxConnections:     10000,
+		MaxBytesInFlight:   256 << 20,
+		FrameTimeout:       30 * time.Second,
+		TLSMode:            TLSDisabled,
+		HandshakeTimeout:   10 * time.Second,
 	}
 }
 
 // Validate reports the first invalid field.
 func (c ServerConfig) Validate() error {
 	switch {
-	case c.MaxFrameSize < 64 || c.MaxFrameSize > 1<<30:
-		return fmt.Errorf("%w: MaxFrameSize %d not in [64, 1 GiB]", ErrInvalidConfig, c.MaxFrameSize)
+	case c.MaxFrameSize < 64 || c.MaxFrameSize > maxServerFrame:
+		// Above 352 MiB a length's first byte could be 0x16, a TLS handshake's (tls.go).
+		return fmt.Errorf("%w: MaxFrameSize %d not in [64, %d]", ErrInvalidConfig, c.MaxFrameSize, maxServerFrame)
+	case c.MaxBytesInFlight >= 0 && c.MaxBytesInFlight < int64(c.MaxFrameSize):
+		return fmt.Errorf("%w: MaxBytesInFlight %d below MaxFrameSize %d (no such frame could be read)",
+			ErrInvalidConfig, c.MaxBytesInFlight, c.MaxFrameSize)
+	case c.HandshakeTimeout < 0:
+		return fmt.Errorf("%w: HandshakeTimeout %v < 0", ErrInvalidConfig, c.HandshakeTimeout)
+	case c.TLSMode != TLSDisabled && c.TLS == nil:
+		return fmt.Errorf("%w: TLSMode %s needs a TLS configuration", ErrInvalidConfig, c.TLSMode)
 	case c.MaxInflightPerConn < 1:
 		return fmt.Errorf("%w: MaxInflightPerConn %d < 1", ErrInvalidConfig, c.MaxInflightPerConn)
-	case c.IdleTimeout < 0:
-		return fmt.Errorf("%w: IdleTimeout %v < 0", ErrInvalidConfig, c.IdleTimeout)
 	case c.WriteTimeout < 0:
 		return fmt.Errorf("%w: WriteTimeout %v < 0", ErrInvalidConfig, c.WriteTimeout)
 	case c.RequestTimeout <= 0:
@@ -82,7 +112,7 @@ func (c ServerConfig) Validate() error {
 	case c.Logger == nil:
 		return fmt.Errorf("%w: Logger is nil", ErrInvalidConfig)
 	}
-	return nil
+	return validTLSMode(c.TLSMode)
 }
 
 func discardLogger() logrus.FieldLogger {
@@ -132,6 +162,11 @@ type Server struct {
 	wg     sync.WaitGroup
 	nextID atomic.Uint64
 	opaque atomic.Int32
+
+	budget *byteBudget
+	stats  serverCounters
+	logLim logLimiter
+	done   chan struct{} // closed by Close; stops the memory returner
 }
 
 // NewServer builds a server. Zero fields of cfg take their DefaultServerConfig values; the
@@ -156,6 +191,21 @@ func NewServer(cfg ServerConfig) (*Server, error) {
 	if cfg.Logger == nil {
 		cfg.Logger = def.Logger
 	}
+	if cfg.MaxConnections == 0 {
+		cfg.MaxConnections = def.MaxConnections
+	}
+	if cfg.MaxBytesInFlight == 0 {
+		cfg.MaxBytesInFlight = max(def.MaxBytesInFlight, int64(cfg.MaxFrameSize))
+	}
+	if cfg.FrameTimeout == 0 {
+		cfg.FrameTimeout = def.FrameTimeout
+	}
+	if cfg.TLSMode == "" {
+		cfg.TLSMode = def.TLSMode
+	}
+	if cfg.HandshakeTimeout == 0 {
+		cfg.HandshakeTimeout = def.HandshakeTimeout
+	}
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
@@ -164,6 +214,8 @@ func NewServer(cfg ServerConfig) (*Server, error) {
 		log:       cfg.Logger,
 		listeners: make(map[net.Listener]struct{}),
 		conns:     make(map[uint64]*ServerConn),
+		budget:    &byteBudget{max: max(cfg.MaxBytesInFlight, 0)},
+		done:      make(chan struct{}),
 	}
 	empty := map[int32]Handler{}
 	s.handlers.Store(&empty)
@@ -231,6 +283,13 @@ func (s *Server) addListener(ln net.Listener) error {
 	}
 	s.listeners[ln] = struct{}{}
 	s.wg.Add(1)
+	if len(s.listeners) == 1 {
+		s.wg.Add(1)
+		go func() {
+			defer s.wg.Done()
+			s.memoryReturner(s.done)
+		}()
+	}
 	return nil
 }
 
@@ -252,6 +311,7 @@ func (s *Server) isClosed() bool {
 
 func (s *Server) acceptLoop(ln net.Listener) error {
 	var backoff time.Duration
+	var open atomic.Int64 // this listener's connections
 	for {
 		nc, err := ln.Accept()
 		if err != nil {
@@ -266,8 +326,28 @@ func (s *Server) acceptLoop(ln net.Listener) error {
 			continue
 		}
 		backoff = 0
-		s.startConn(nc)
+		if limit := s.cfg.MaxConnections; limit > 0 && open.Load() >= int64(limit) {
+			s.stats.refusedLimit.Add(1)
+			_ = nc.Close()
+			s.warnLimited("limit", logrus.Fields{"peer": nc.RemoteAddr().String(), "listener": ln.Addr().String(), "max": limit},
+				"remoting: connection refused: listener at its connection limit")
+			continue
+		}
+		open.Add(1)
+		s.startConn(nc, &open)
 	}
+}
+
+// warnLimited logs a warning at most once per logEvery for key, noting how many were held back.
+func (s *Server) warnLimited(key string, f logrus.Fields, msg string) {
+	ok, held := s.logLim.allow(key, time.Now())
+	if !ok {
+		return
+	}
+	if held > 0 {
+		f["suppressed"] = held
+	}
+	s.log.WithFields(f).Warn(msg)
 }
 
 // ServerConn is one accepted connection.
@@ -280,9 +360,16 @@ type ServerConn struct {
 	ctx    context.Context
 	cancel context.CancelFunc
 	log    logrus.FieldLogger
+	open   *atomic.Int64 // the listener's connection count
+	tls    atomic.Bool
+
+	// Budget held by this connection's requests not yet answered; given back at close.
+	bmu      sync.Mutex
+	reqBytes int64
+	bclosed  bool
 }
 
-func (s *Server) startConn(nc net.Conn) {
+func (s *Server) startConn(nc net.Conn, open *atomic.Int64) {
 	if tc, ok := nc.(*net.TCPConn); ok {
 		_ = tc.SetNoDelay(true)
 	}
@@ -295,26 +382,62 @@ func (s *Server) startConn(nc net.Conn) {
 		sem:    make(chan struct{}, s.cfg.MaxInflightPerConn),
 		ctx:    ctx,
 		cancel: cancel,
+		open:   open,
 	}
 	c.log = s.log.WithFields(logrus.Fields{"peer": c.remote, "conn": c.id})
 	s.mu.Lock()
 	if s.closed {
 		s.mu.Unlock()
 		cancel()
+		open.Add(-1)
 		_ = nc.Close()
 		return
 	}
 	s.conns[c.id] = c
-	s.wg.Add(2)
+	s.stats.open.Add(1)
+	s.wg.Add(1)
 	s.mu.Unlock()
-	go func() {
-		defer s.wg.Done()
-		c.link.writeLoop()
-	}()
+	// The writer starts once the transport is known (after a TLS handshake), from the reader.
 	go func() {
 		defer s.wg.Done()
 		c.readLoop()
 	}()
+}
+
+// TLS reports whether the connection speaks TLS.
+func (c *ServerConn) TLS() bool { return c.tls.Load() }
+
+// chargeRequest reserves n bytes of the budget for a request until it is answered.
+func (c *ServerConn) chargeRequest(n int64) bool {
+	c.bmu.Lock()
+	defer c.bmu.Unlock()
+	if c.bclosed {
+		return true // closing: nothing will be held past the close
+	}
+	if !c.srv.budget.acquire(n) {
+		return false
+	}
+	c.reqBytes += n
+	return true
+}
+
+// releaseRequest gives back a request's reservation (once it is answered).
+func (c *ServerConn) releaseRequest(n int64) {
+	c.bmu.Lock()
+	if !c.bclosed {
+		c.reqBytes -= n
+		c.srv.budget.release(n)
+	}
+	c.bmu.Unlock()
+}
+
+// releaseAll gives back what the connection's requests still hold; later releases are no-ops.
+func (c *ServerConn) releaseAll() {
+	c.bmu.Lock()
+	c.bclosed = true
+	c.srv.budget.release(c.reqBytes)
+	c.reqBytes = 0
+	c.bmu.Unlock()
 }
 
 // RemoteAddr is the peer's "ip:port".
@@ -351,44 +474,55 @@ func (c *ServerConn) SendOneway(req *Command) error {
 	return c.link.send(&cp, false)
 }
 
-const readBufferSize = 64 << 10
-
 func (c *ServerConn) readLoop() {
 	s := c.srv
 	defer func() {
+		c.link.close(ErrClosed)
 		c.cancel()
+		c.releaseAll()
 		s.mu.Lock()
 		delete(s.conns, c.id)
 		hooks := s.closeHooks
 		s.mu.Unlock()
+		s.stats.open.Add(-1)
+		c.open.Add(-1)
 		for _, fn := range hooks {
 			c.runHook(fn)
 		}
 	}()
-	br := bufio.NewReaderSize(c.link.nc, readBufferSize)
-	var buf []byte
+	first, ok := c.establish()
+	if !ok {
+		return
+	}
+	s.wg.Add(1)
+	go func() {
+		defer s.wg.Done()
+		c.link.writeLoop()
+	}()
+	fr := newFrameReader(c.link.nc, first, s.cfg.MaxFrameSize, s.budget, s.cfg.IdleTimeout, max(s.cfg.FrameTimeout, 0))
+	defer fr.close()
 	for {
-		if s.cfg.IdleTimeout > 0 {
-			_ = c.link.nc.SetReadDeadline(time.Now().Add(s.cfg.IdleTimeout))
-		}
-		frame, size, err := readFrame(br, buf, s.cfg.MaxFrameSize)
+		f, err := fr.read()
 		if err != nil {
-			c.readFailed(err, size)
+			c.readFailed(err, f.size)
 			return
 		}
-		if cap(frame) <= 1<<20 {
-			buf = frame[:0]
-		} else {
-			buf = nil
+		if f.dropped {
+			if !c.overloaded(f.header) {
+				return
+			}
+			continue
 		}
-		cmd, err := DecodeFrame(frame)
+		cmd, err := DecodeFrame(f.data)
 		if err != nil {
-			if !c.malformed(frame, err) {
+			if !c.malformed(f.data, err) {
 				c.link.close(fmt.Errorf("%w: %w", ErrConnFailed, err))
 				return
 			}
 			continue
 		}
+		size := int64(len(f.data))
+		fr.release() // the command holds its own copy now
 		if cmd.IsResponse() {
 			if !c.link.complete(cmd) {
 				c.log.WithFields(logrus.Fields{"opaque": cmd.Opaque, "code": cmd.Code}).
@@ -396,8 +530,63 @@ func (c *ServerConn) readLoop() {
 			}
 			continue
 		}
-		c.dispatch(cmd)
+		c.dispatch(cmd, size)
 	}
+}
+
+// establish reads the first byte and applies the TLS mode: it returns the bytes already read
+// that belong to the plain frame stream (none for TLS), or false when the connection is to be
+// closed (refused, failed handshake, or nothing sent within the idle timeout).
+func (c *ServerConn) establish() ([]byte, bool) {
+	s := c.srv
+	raw := c.link.raw
+	if s.cfg.IdleTimeout > 0 {
+		_ = raw.SetReadDeadline(time.Now().Add(s.cfg.IdleTimeout))
+	}
+	var b [1]byte
+	if _, err := io.ReadFull(raw, b[:]); err != nil {
+		c.readFailed(err, 0)
+		return nil, false
+	}
+	isTLS := b[0] == tlsRecordHandshake
+	switch {
+	case isTLS && s.cfg.TLSMode == TLSDisabled:
+		s.stats.refusedTLS.Add(1)
+		s.warnLimited("tls_in_disabled", logrus.Fields{"peer": c.remote, "mode": s.cfg.TLSMode},
+			"remoting: TLS client refused: this server runs with tls.server.mode=disabled")
+		c.link.close(fmt.Errorf("%w: TLS client on a disabled server", ErrTLSRefused))
+		return nil, false
+	case !isTLS && s.cfg.TLSMode == TLSEnforcing:
+		s.stats.refusedPlain.Add(1)
+		s.warnLimited("plain_in_enforcing", logrus.Fields{"peer": c.remote, "mode": s.cfg.TLSMode},
+			"remoting: plain client refused: this server runs with tls.server.mode=enforcing")
+		c.link.close(fmt.Errorf("%w: plain client on an enforcing server", ErrTLSRefused))
+		return nil, false
+	case !isTLS:
+		s.stats.acceptedPlain.Add(1)
+		return b[:], true
+	}
+	tc, err := serverHandshake(raw, b[:], s.cfg.TLS, s.cfg.HandshakeTimeout)
+	if err != nil {
+		key, result := "handshake_failed", "failed"
+		if isTimeout(err) {
+			s.stats.hsTimeout.Add(1)
+			key, result = "handshake_timeout", "timeout"
+		} else {
+			s.stats.hsFailed.Add(1)
+		}
+		if !c.link.isClosed() && !s.isClosed() {
+			s.warnLimited(key, logrus.Fields{"peer": c.remote, "mode": s.cfg.TLSMode, "result": result, "error": err.Error()},
+				"remoting: TLS handshake failed, closing connection")
+		}
+		c.link.close(fmt.Errorf("%w: %w", ErrHandshake, err))
+		return nil, false
+	}
+	s.stats.hsOK.Add(1)
+	s.stats.acceptedTLS.Add(1)
+	c.link.nc = tc // before the writer starts
+	c.tls.Store(true)
+	return nil, true
 }
 
 func (c *ServerConn) readFailed(err error, size int64) {
@@ -410,6 +599,14 @@ func (c *ServerConn) readFailed(err error, size int64) {
 		c.log.WithFields(logrus.Fields{"size": size}).WithError(err).
 			Warn("remoting: bad frame length, closing connection")
 	case c.link.isClosed() || c.srv.isClosed():
+	case errors.Is(err, ErrFrameTimeout):
+		c.srv.stats.frameTimeouts.Add(1)
+		c.srv.warnLimited("frame_timeout", logrus.Fields{"peer": c.remote, "size": size, "timeout": c.srv.cfg.FrameTimeout},
+			"remoting: frame not completed within the frame timeout, closing connection")
+	case errors.Is(err, ErrOverloaded):
+		c.srv.stats.overloadCloses.Add(1)
+		c.srv.warnLimited("overload_close", logrus.Fields{"peer": c.remote, "size": size, "error": err.Error()},
+			"remoting: frame over the bytes-in-flight budget cannot be answered, closing connection")
 	case errors.Is(err, io.EOF):
 		c.log.Debug("remoting: peer closed connection")
 	case errors.As(err, &ne) && ne.Timeout():
@@ -443,7 +640,40 @@ func (c *ServerConn) malformed(frame []byte, err error) bool {
 	return true
 }
 
-func (c *ServerConn) dispatch(req *Command) {
+// overloaded answers SYSTEM_BUSY to a frame dropped for the byte budget (its header is all that
+// was kept); it reports false when the opaque cannot be recovered, closing the connection.
+func (c *ServerConn) overloaded(header []byte) bool {
+	s := c.srv
+	opaque, flag, ok := recoverOpaque(header)
+	if !ok {
+		s.stats.overloadCloses.Add(1)
+		c.link.close(fmt.Errorf("%w: %w", ErrConnFailed, ErrOverloaded))
+		return false
+	}
+	if flag&FlagResponse != 0 {
+		c.log.WithField("opaque", opaque).Warn("remoting: response over the bytes-in-flight budget dropped")
+		return true
+	}
+	s.stats.busyBytes.Add(1)
+	c.busy(opaque, flag&FlagOneway != 0)
+	return true
+}
+
+// busy answers SYSTEM_BUSY for the byte budget, in RocketMQ's words.
+func (c *ServerConn) busy(opaque int32, oneway bool) {
+	s := c.srv
+	s.warnLimited("busy_bytes", logrus.Fields{"peer": c.remote, "inFlight": s.budget.used.Load(), "max": s.budget.max},
+		"remoting: bytes in flight over budget, answering SYSTEM_BUSY")
+	if oneway {
+		return
+	}
+	resp := NewResponse(nil, SystemBusy, fmt.Sprintf(
+		"[OVERLOAD]system busy, start flow control for a while (remoting bytes in flight at the limit of %d)", s.budget.max))
+	resp.Opaque = opaque
+	_ = c.link.send(resp, true)
+}
+
+func (c *ServerConn) dispatch(req *Command, size int64) {
 	s := c.srv
 	h := (*s.handlers.Load())[req.Code]
 	if h == nil {
@@ -466,6 +696,7 @@ func (c *ServerConn) dispatch(req *Command) {
 	select {
 	case c.sem <- struct{}{}:
 	default:
+		s.stats.busyPerConn.Add(1)
 		c.log.WithFields(logrus.Fields{"code": req.Code, "opaque": req.Opaque}).
 			Debug("remoting: too many requests in flight, answering SYSTEM_BUSY")
 		if !req.IsOneway() {
@@ -474,14 +705,23 @@ func (c *ServerConn) dispatch(req *Command) {
 		}
 		return
 	}
+	if !c.chargeRequest(size) {
+		<-c.sem
+		s.stats.busyBytes.Add(1)
+		c.busy(req.Opaque, req.IsOneway())
+		return
+	}
 	s.wg.Add(1)
-	go c.serve(h, req)
+	go c.serve(h, req, size)
 }
 
-func (c *ServerConn) serve(h Handler, req *Command) {
+func (c *ServerConn) serve(h Handler, req *Command, size int64) {
 	defer c.srv.wg.Done()
 	defer func() { <-c.sem }()
-	w := &responseWriter{conn: c, opaque: req.Opaque, oneway: req.IsOneway()}
+	w := &responseWriter{conn: c, opaque: req.Opaque, oneway: req.IsOneway(), charge: size}
+	if w.oneway {
+		defer c.releaseRequest(size) // nothing will be written
+	}
 	defer func() {
 		if r := recover(); r != nil {
 			c.log.WithFields(logrus.Fields{
@@ -506,6 +746,7 @@ type responseWriter struct {
 	conn    *ServerConn
 	opaque  int32
 	oneway  bool
+	charge  int64 // budget held until the answer is queued
 	written atomic.Bool
 }
 
@@ -521,6 +762,7 @@ func (w *responseWriter) Write(resp *Command) error {
 	if w.oneway {
 		return nil
 	}
+	defer w.conn.releaseRequest(w.charge)
 	resp.Opaque = w.opaque
 	resp.Flag |= FlagResponse
 	return w.conn.link.send(resp, true)
@@ -537,6 +779,7 @@ func (s *Server) Close() error {
 		return nil
 	}
 	s.closed = true
+	close(s.done)
 	lns := make([]net.Listener, 0, len(s.listeners))
 	for ln := range s.listeners {
 		lns = append(lns, ln)

@@ -44,7 +44,9 @@ require (
 	github.com/rmqha/rmqha/libs/metasync v0.0.0 // indirect
 	github.com/rmqha/rmqha/libs/props v0.0.0 // indirect
 	github.com/rmqha/rmqha/libs/remoting v0.0.0 // indirect
+	github.com/rmqha/rmqha/libs/tlsconf v0.0.0 // indirect
 	github.com/sirupsen/logrus v1.10.2 // indirect
+	github.com/youmark/pkcs8 v0.0.0-20240726163527-a2c0da244d78 // indirect
 	golang.org/x/sys v0.48.0 // indirect
 )
 
@@ -61,3 +63,5 @@ replace github.com/rmqha/rmqha/libs/discovery => ../../libs/discovery
 replace github.com/rmqha/rmqha/libs/metasync => ../../libs/metasync
 
 replace github.com/rmqha/rmqha/libs/obs => ../../libs/obs
+
+replace github.com/rmqha/rmqha/libs/tlsconf => ../../libs/tlsconf

@@ -43,6 +43,7 @@ require (
 	github.com/tidwall/gjson v1.13.0 // indirect
 	github.com/tidwall/match v1.1.1 // indirect
 	github.com/tidwall/pretty v1.2.0 // indirect
+	github.com/youmark/pkcs8 v0.0.0-20240726163527-a2c0da244d78 // indirect
 	go.uber.org/atomic v1.5.1 // indirect
 	go.yaml.in/yaml/v3 v3.0.5 // indirect
 	golang.org/x/crypto v0.57.0 // indirect
@@ -84,3 +85,7 @@ replace (
 )
 
 replace github.com/rmqha/rmqha/libs/obs => ../../libs/obs
+
+require github.com/rmqha/rmqha/libs/tlsconf v0.0.0
+
+replace github.com/rmqha/rmqha/libs/tlsconf => ../../libs/tlsconf

@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"context"
+	"crypto/tls"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -46,6 +47,11 @@ type GroupConfig struct {
 	SlaveTimeout time.Duration
 	// ExtraMaster and ExtraSlave are additional "key=value" broker properties.
 	ExtraMaster, ExtraSlave []string
+	// ExtraNamesrv are additional "key=value" name server properties.
+	ExtraNamesrv []string
+	// AdminTLS, when set, makes Group.Admin (and the readiness checks) dial with TLS, for
+	// groups whose name server and brokers run tls.server.mode=enforcing.
+	AdminTLS *tls.Config
 	// ReadyTimeout bounds each readiness wait. Default 60s (2 cores shared with builds).
 	ReadyTimeout time.Duration
 	// Stdout, when set, also receives every process's output.
@@ -126,6 +132,7 @@ func StartGroup(t testing.TB, cfg GroupConfig) *Group {
 	}
 	ccfg := remoting.DefaultClientConfig()
 	ccfg.Logger = quietLogger()
+	ccfg.TLS = cfg.AdminTLS
 	g.Admin = remoting.NewClient(ccfg)
 	t.Cleanup(func() { _ = g.Admin.Close() })
 
@@ -145,7 +152,8 @@ func StartGroup(t testing.TB, cfg GroupConfig) *Group {
 		return harness.StartProcessT(t, pc)
 	}
 
-	g.Namesrv = start("namesrv", fmt.Sprintf("listenPort=%d\nbindAddress=127.0.0.1\nregistryBackend=memory\n", ports[0]))
+	g.Namesrv = start("namesrv", fmt.Sprintf("listenPort=%d\nbindAddress=127.0.0.1\nregistryBackend=memory\n", ports[0])+
+		strings.Join(append(cfg.ExtraNamesrv, ""), "\n"))
 	g.waitProc(t, g.Namesrv, func() error { return harness.DialOK(g.NamesrvAddr) })
 
 	g.Master = start("master", g.brokerConf(0, cfg.MasterRole, ports[1], ports[2], ports[3], "", cfg.ExtraMaster))

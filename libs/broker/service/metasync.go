@@ -62,7 +62,9 @@ func startMetaSync(ctx context.Context, b *broker.Broker, cfg broker.Config, env
 		}
 		fc.Snapshots = metasync.NewHTTPSnapshots(urls...)
 	}
-	rc := remoting.NewClient(remoting.DefaultClientConfig())
+	rcc := remoting.DefaultClientConfig()
+	rcc.TLS = b.ClientTLS()
+	rc := remoting.NewClient(rcc)
 	fc.Master = &metasync.RemotingMaster{Client: rc, Addr: func() string { return b.Status().MasterAddr }}
 	if bus != nil {
 		fc.Bus = bus

@@ -30,6 +30,7 @@ import (
 	consul "github.com/hashicorp/consul/api"
 	"github.com/rmqha/rmqha/libs/commitlog/vfs"
 	"github.com/rmqha/rmqha/libs/metasync"
+	"github.com/rmqha/rmqha/libs/tlsconf"
 	"github.com/sirupsen/logrus"
 )
 
@@ -77,6 +78,10 @@ type Config struct {
 	LogLevel string `prop:"logLevel"`
 	// LogFormat is text or json. Default text.
 	LogFormat string `prop:"logFormat"`
+	// TLS: RocketMQ's tls.* keys (libs/tlsconf). metasync is a remoting client only:
+	// tls.enable and tls.client.* apply to its pulls from masters and name servers;
+	// tls.server.* are accepted (a shared tls.config.file may hold them) and unused.
+	tlsconf.Config
 
 	// Logger receives service events. Default a logrus logger on stderr.
 	Logger logrus.FieldLogger `prop:"-"`
@@ -112,6 +117,7 @@ func DefaultConfig() Config {
 		FS:                vfs.Default,
 		Now:               time.Now,
 		Logger:            logrus.New(),
+		Config:            tlsconf.DefaultConfig(),
 	}
 }
 

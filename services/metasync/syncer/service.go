@@ -140,7 +140,19 @@ func (s *Service) Start() error {
 			return fail(fmt.Errorf("consul: %w", err))
 		}
 	}
-	s.rc = remoting.NewClient(remoting.ClientConfig{RequestTimeout: cfg.PullTimeout, MaxFrameSize: 256 << 20, Logger: s.log})
+	tc := cfg.Config
+	if _, err := tc.ApplyFile(); err != nil {
+		s.closeBus()
+		s.ln.Close()
+		return fail(err)
+	}
+	cliTLS, err := tc.ClientTLS()
+	if err != nil {
+		s.closeBus()
+		s.ln.Close()
+		return fail(err)
+	}
+	s.rc = remoting.NewClient(remoting.ClientConfig{RequestTimeout: cfg.PullTimeout, MaxFrameSize: 256 << 20, Logger: s.log, TLS: cliTLS})
 	s.puller = cfg.Puller
 	if s.puller == nil {
 		s.puller = s.rc

@@ -7,6 +7,8 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/rmqha/rmqha/libs/remoting"
+	"github.com/rmqha/rmqha/libs/tlsconf"
 	"github.com/sirupsen/logrus"
 )
 
@@ -40,6 +42,14 @@ type Config struct {
 	// LogFormat is text or json. Default text.
 	LogFormat string `prop:"logFormat"`
 
+	// Remoting transport: RocketMQ's tls.* keys (libs/tlsconf: the remoting port's mode and
+	// certificates) and the remoting port's bounds (libs/remoting ServerKeys).
+	tlsconf.Config
+	remoting.ServerKeys
+	// HTTPTLSEnable serves the status HTTP port over HTTPS with the remoting port's server
+	// certificate. Default false.
+	HTTPTLSEnable bool `prop:"httpTlsEnable"`
+
 	Logger logrus.FieldLogger `prop:"-"`
 	Now    func() time.Time   `prop:"-"`
 }
@@ -56,6 +66,8 @@ func DefaultConfig() Config {
 		ConsulTCPCheckInterval:      2 * time.Second,
 		LogLevel:                    "info",
 		LogFormat:                   "text",
+		Config:                      tlsconf.DefaultConfig(),
+		ServerKeys:                  remoting.DefaultServerKeys(),
 	}
 }
 
@@ -81,6 +93,12 @@ func (c Config) Validate() error {
 	}
 	if _, err := logrus.ParseLevel(c.LogLevel); err != nil {
 		return fmt.Errorf("nameserver: logLevel: %w", err)
+	}
+	if err := c.Config.Validate(); err != nil {
+		return fmt.Errorf("nameserver: %w", err)
+	}
+	if err := c.ServerKeys.Validate(c.MaxFrameSize); err != nil {
+		return fmt.Errorf("nameserver: %w", err)
 	}
 	return nil
 }

@@ -31,6 +31,7 @@ func newMetrics(s *Server) *metrics {
 			Name: "rmqha_namesrv_broker_removals_total", Help: "Brokers removed from routes by cause (connection_closed, expired, unregistered).",
 		}, []string{"cause"}),
 	}
+	m.reg.MustRegister(obs.RemotingCollector("rmqha_namesrv_remoting_", s.rpc.Stats))
 	m.reg.MustRegister(m.routeLookups, m.routeLatency, m.registrations, m.removals,
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "rmqha_namesrv_brokers", Help: "Live brokers in the registry."},
 			func() float64 { return float64(len(s.reg.Status().Brokers)) }),

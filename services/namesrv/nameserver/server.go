@@ -2,6 +2,7 @@ package nameserver
 
 import (
 	"context"
+	"crypto/tls"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -14,6 +15,7 @@ import (
 	"github.com/rmqha/rmqha/libs/broker/route"
 	"github.com/rmqha/rmqha/libs/obs"
 	"github.com/rmqha/rmqha/libs/remoting"
+	"github.com/rmqha/rmqha/libs/tlsconf"
 	"github.com/rmqha/rmqha/services/namesrv/registry"
 	"github.com/sirupsen/logrus"
 )
@@ -27,7 +29,8 @@ type Server struct {
 	http *http.Server
 	hln  net.Listener
 
-	m *metrics
+	m   *metrics
+	tls *tlsconf.Server // nil when neither the remoting nor the status port uses TLS
 
 	stop chan struct{}
 	wg   sync.WaitGroup
@@ -46,15 +49,24 @@ func New(cfg Config, reg registry.Registry) (*Server, error) {
 	if cfg.Now == nil {
 		cfg.Now = time.Now
 	}
+	tlsSrv, err := resolveTLS(&cfg)
+	if err != nil {
+		return nil, err
+	}
 	rc := remoting.DefaultServerConfig()
 	rc.Addr = net.JoinHostPort(cfg.BindAddress, strconv.Itoa(cfg.ListenPort))
 	rc.MaxFrameSize = cfg.MaxFrameSize
 	rc.Logger = cfg.Logger
+	cfg.ServerKeys.Apply(&rc)
+	rc.TLSMode = remoting.TLSMode(cfg.TLSServerMode)
+	if cfg.TLSServerMode != tlsconf.ModeDisabled {
+		rc.TLS = tlsSrv.Config
+	}
 	rpc, err := remoting.NewServer(rc)
 	if err != nil {
 		return nil, err
 	}
-	s := &Server{cfg: cfg, log: cfg.Logger, reg: reg, rpc: rpc, stop: make(chan struct{})}
+	s := &Server{cfg: cfg, log: cfg.Logger, reg: reg, rpc: rpc, tls: tlsSrv, stop: make(chan struct{})}
 	s.m = newMetrics(s)
 	rpc.HandleFunc(remoting.RegisterBroker, s.registerBroker)
 	rpc.HandleFunc(remoting.UnregisterBroker, s.unregisterBroker)
@@ -70,13 +82,47 @@ func New(cfg Config, reg registry.Registry) (*Server, error) {
 	return s, nil
 }
 
+// resolveTLS applies tls.config.file to cfg and builds the server certificate when a port
+// needs it, logging what the ports will speak.
+func resolveTLS(cfg *Config) (*tlsconf.Server, error) {
+	applied, err := cfg.Config.ApplyFile()
+	if err != nil {
+		return nil, fmt.Errorf("nameserver: %w", err)
+	}
+	if err := cfg.Config.Validate(); err != nil {
+		return nil, fmt.Errorf("nameserver: %w", err)
+	}
+	var srv *tlsconf.Server
+	if cfg.TLSServerMode != tlsconf.ModeDisabled || cfg.HTTPTLSEnable {
+		if srv, err = cfg.Config.BuildServer(); err != nil {
+			return nil, fmt.Errorf("nameserver: %w", err)
+		}
+	}
+	f := logrus.Fields{"tls.server.mode": cfg.TLSServerMode, "httpTlsEnable": cfg.HTTPTLSEnable}
+	if len(applied) > 0 {
+		f["tls.config.file"], f["fromFile"] = cfg.TLSConfigFile, applied
+	}
+	if srv != nil {
+		f["tls.server.need.client.auth"], f["selfSigned"] = cfg.TLSServerNeedClientAuth, srv.SelfSigned
+	}
+	cfg.Logger.WithFields(f).Info("remoting TLS")
+	if srv != nil && srv.SelfSigned {
+		cfg.Logger.Warn("TLS: serving a self-signed certificate generated at start (tls.test.mode.enable=true and no tls.server.certPath); clients that verify servers will refuse it")
+	}
+	return srv, nil
+}
+
 // Start listens on the remoting (and HTTP) ports and starts the expiry scan.
 func (s *Server) Start() error {
 	if err := s.rpc.Start(); err != nil {
 		return err
 	}
 	if s.cfg.HTTPPort > 0 {
-		ln, err := net.Listen("tcp", net.JoinHostPort(s.cfg.BindAddress, strconv.Itoa(s.cfg.HTTPPort)))
+		var tc *tls.Config
+		if s.cfg.HTTPTLSEnable {
+			tc = s.tls.HTTP()
+		}
+		ln, err := obs.Listen(net.JoinHostPort(s.cfg.BindAddress, strconv.Itoa(s.cfg.HTTPPort)), tc)
 		if err != nil {
 			s.rpc.Close()
 			return fmt.Errorf("nameserver: http: %w", err)

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"crypto/tls"
 	"encoding/json"
 	"fmt"
 	"sort"
@@ -45,16 +46,19 @@ type admin struct {
 	cli *remoting.Client
 }
 
-func newRemotingClient(timeout time.Duration) *remoting.Client {
+func newRemotingClient(timeout time.Duration, tc *tls.Config) *remoting.Client {
 	cc := remoting.DefaultClientConfig()
 	cc.RequestTimeout = timeout
+	cc.TLS = tc
 	l := logrus.New()
 	l.SetLevel(logrus.ErrorLevel)
 	cc.Logger = l
 	return remoting.NewClient(cc)
 }
 
-func newAdmin(cfg Config) *admin { return &admin{cfg: cfg, cli: newRemotingClient(5 * time.Second)} }
+func newAdmin(cfg Config) *admin {
+	return &admin{cfg: cfg, cli: newRemotingClient(5*time.Second, cfg.tlsClient)}
+}
 
 func (a *admin) close() { _ = a.cli.Close() }
 

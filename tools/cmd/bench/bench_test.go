@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/rmqha/rmqha/libs/tlsconf"
 	"github.com/rmqha/rmqha/tools/e2e"
 	"github.com/stretchr/testify/require"
 )
@@ -95,12 +96,19 @@ func TestFlags(t *testing.T) {
 	fs := flag.NewFlagSet("bench", flag.ContinueOnError)
 	cfg.bindFlags(fs)
 	require.NoError(t, fs.Parse([]string{"-namesrv", "a:1;b:2", "-topic", "T", "-n", "5", "-size", "2048",
-		"-producers", "3", "-consumers", "2", "-mode", "oneway", "-duration", "3s", "-client", "raw", "-pull-from", "slave"}))
+		"-producers", "3", "-consumers", "2", "-mode", "oneway", "-duration", "3s", "-client", "raw", "-pull-from", "slave",
+		"-tls.enable"}))
 	require.NoError(t, cfg.Validate())
 	require.Equal(t, []string{"a:1", "b:2"}, cfg.namesrvs())
 	require.Equal(t, Config{Namesrv: "a:1;b:2", Topic: "T", Queues: 8, N: 5, Size: 2048, Producers: 3, Consumers: 2,
 		Mode: ModeOneway, Inflight: 256, Duration: 3 * time.Second, Drain: 30 * time.Second, Client: ClientRaw,
-		PullFrom: "slave", SendTimeout: 3 * time.Second, Progress: time.Second}, cfg)
+		PullFrom: "slave", SendTimeout: 3 * time.Second, Progress: time.Second, TLS: tlsWith(true)}, cfg)
+}
+
+func tlsWith(enable bool) tlsconf.Config {
+	c := tlsconf.DefaultConfig()
+	c.TLSEnable = enable
+	return c
 }
 
 func TestPercentile(t *testing.T) {

@@ -1,11 +1,14 @@
 package main
 
 import (
+	"crypto/tls"
 	"errors"
 	"flag"
 	"fmt"
 	"strings"
 	"time"
+
+	"github.com/rmqha/rmqha/libs/tlsconf"
 )
 
 // Send modes (-mode).
@@ -26,6 +29,11 @@ var ErrInvalidConfig = errors.New("invalid config")
 
 // Config is one benchmark run.
 type Config struct {
+	// TLS holds the client TLS keys (-tls.enable, -tls.client.*; RMQ_TLS_* variables). With
+	// -client go, rocketmq-client-go's WithTls is used, which never verifies the server.
+	TLS tlsconf.Config
+	// tlsClient is TLS built by Run (nil: plain).
+	tlsClient *tls.Config
 	// Namesrv lists name server addresses, ';'-separated. Default "127.0.0.1:9876".
 	Namesrv string
 	// Topic is produced to and consumed from; created with Queues queues when missing.
@@ -69,6 +77,7 @@ func DefaultConfig() Config {
 		Namesrv: "127.0.0.1:9876", Topic: "BenchTopic", Queues: 8, Size: 1024, Producers: 1, Consumers: 1,
 		Mode: ModeSync, Inflight: 256, Duration: 10 * time.Second, Drain: 30 * time.Second,
 		Client: ClientGo, PullFrom: "master", SendTimeout: 3 * time.Second, Progress: time.Second,
+		TLS: tlsconf.DefaultConfig(),
 	}
 }
 
@@ -89,6 +98,7 @@ func (c *Config) bindFlags(fs *flag.FlagSet) {
 	fs.StringVar(&c.Group, "group", c.Group, "consumer group (default: a fresh group per run)")
 	fs.DurationVar(&c.SendTimeout, "send-timeout", c.SendTimeout, "timeout of one send")
 	fs.DurationVar(&c.Progress, "progress", c.Progress, "progress line period (0: none)")
+	tlsconf.ClientFlags(fs, &c.TLS)
 }
 
 // Validate names the first invalid field.

@@ -153,6 +153,14 @@ func Run(ctx context.Context, cfg Config, out io.Writer) (*Result, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
+	if _, err := cfg.TLS.ApplyFile(); err != nil {
+		return nil, err
+	}
+	tc, err := cfg.TLS.ClientTLS()
+	if err != nil {
+		return nil, err
+	}
+	cfg.tlsClient = tc
 	st := newStats()
 	adm := newAdmin(cfg)
 	defer adm.close()

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"crypto/tls"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -26,6 +27,8 @@ type Config struct {
 	Timeout time.Duration
 	// Logger receives connection-level events of the remoting client. Default: discards.
 	Logger logrus.FieldLogger
+	// TLS, when set, makes every remoting connection TLS (-tls.enable). Default nil.
+	TLS *tls.Config
 }
 
 // DefaultConfig returns the defaults described on Config.
@@ -65,6 +68,7 @@ func NewAdmin(cfg Config) (*Admin, error) {
 	}
 	cc := remoting.DefaultClientConfig()
 	cc.DialTimeout, cc.RequestTimeout, cc.Logger = cfg.Timeout, cfg.Timeout, cfg.Logger
+	cc.TLS = cfg.TLS
 	return &Admin{cfg: cfg, cli: remoting.NewClient(cc), http: &http.Client{Timeout: cfg.Timeout}}, nil
 }
 

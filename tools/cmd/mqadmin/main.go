@@ -32,6 +32,8 @@ import (
 	"syscall"
 	"text/tabwriter"
 	"time"
+
+	"github.com/rmqha/rmqha/libs/tlsconf"
 )
 
 func main() {
@@ -136,6 +138,8 @@ func runContext(ctx context.Context, args []string, stdout, stderr io.Writer) in
 	fs.StringVar(&o.namesrv, "n", os.Getenv("NAMESRV_ADDR"), "name server address(es), host:port[;host:port] (default $NAMESRV_ADDR)")
 	fs.BoolVar(&o.json, "json", false, "print JSON instead of a table")
 	fs.DurationVar(&o.timeout, "timeout", 3*time.Second, "timeout of each request")
+	tc := tlsconf.DefaultConfig()
+	tlsconf.ClientFlags(fs, &tc)
 	if cmd.flags != nil {
 		cmd.flags(fs, &o)
 	}
@@ -152,6 +156,15 @@ func runContext(ctx context.Context, args []string, stdout, stderr io.Writer) in
 	cfg := DefaultConfig()
 	cfg.Namesrvs = splitAddrs(o.namesrv)
 	cfg.Timeout = o.timeout
+	if _, err := tc.ApplyFile(); err != nil {
+		fmt.Fprintf(stderr, "mqadmin %s: %v\n", cmd.name, err)
+		return ExitUsage
+	}
+	var err error
+	if cfg.TLS, err = tc.ClientTLS(); err != nil {
+		fmt.Fprintf(stderr, "mqadmin %s: %v\n", cmd.name, err)
+		return ExitUsage
+	}
 	admin, err := NewAdmin(cfg)
 	if err != nil {
 		fmt.Fprintf(stderr, "mqadmin %s: %v\n", cmd.name, err)

@@ -1,0 +1,327 @@
+package remoting
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"sync/atomic"
+	"time"
+)
+
+// Reading frames from a connection
+//
+// A peer announces a frame's length in its first four bytes; that number is never used to
+// allocate. Each connection reads into one buffer that starts at minReadBuffer bytes and grows
+// (doubling, never past the end of the frame being read) only when it is full and the frame is
+// still incomplete, so the buffer is at most twice the bytes that actually arrived. Once a
+// frame has been handed on and nothing more is buffered, a grown buffer is dropped and the
+// connection goes back to its small one: an idle connection holds minReadBuffer bytes.
+//
+// Server side, every byte a buffer grows past minReadBuffer is charged to the process-wide
+// byte budget (ServerConfig.MaxBytesInFlight). When the budget cannot cover the growth the
+// frame is dropped: its header is kept (it fits the buffer already held), the rest of its
+// bytes are read and discarded as they arrive, which keeps the stream in sync, and the
+// caller answers SYSTEM_BUSY to the opaque in the header. A header that does not fit the
+// buffer already held cannot be answered; the connection is then closed (ErrOverloaded).
+//
+// Once the first byte of a frame has arrived the whole frame must arrive within the frame
+// timeout (ServerConfig.FrameTimeout), however slowly the bytes trickle in; between frames the
+// idle timeout applies instead.
+
+const (
+	// minReadBuffer is the buffer every connection keeps; frames that fit it (most requests)
+	// never cause an allocation. Not charged to the byte budget (bounded by the connection
+	// limit instead).
+	minReadBuffer = 4 << 10
+)
+
+// byteBudget is the process-wide (per Server) allowance of bytes in flight: read buffers grown
+// past their minimum plus requests handed to handlers and not yet answered. A nil budget or a
+// max of 0 admits everything but still counts.
+type byteBudget struct {
+	max  int64
+	used atomic.Int64
+	peak atomic.Int64 // highest use since the memory returner last looked
+}
+
+// acquire reserves n bytes; it reports false, reserving nothing, when that would exceed max.
+func (b *byteBudget) acquire(n int64) bool {
+	if b == nil || n <= 0 {
+		return true
+	}
+	for {
+		u := b.used.Load()
+		if b.max > 0 && u+n > b.max {
+			return false
+		}
+		if b.used.CompareAndSwap(u, u+n) {
+			for p := b.peak.Load(); u+n > p && !b.peak.CompareAndSwap(p, u+n); p = b.peak.Load() {
+			}
+			return true
+		}
+	}
+}
+
+func (b *byteBudget) release(n int64) {
+	if b != nil && n > 0 {
+		b.used.Add(-n)
+	}
+}
+
+// frame is one result of frameReader.read.
+type frame struct {
+	// data is the frame after its length prefix (header word, header, body); valid until the
+	// next read or release. Nil when dropped.
+	data []byte
+	// header is, for a dropped frame, its header word and header (a copy).
+	header []byte
+	// size is the announced length.
+	size int64
+	// dropped: the byte budget could not hold the frame; its body was read and discarded.
+	dropped bool
+}
+
+// deadlineReader is what a frameReader reads from (a net.Conn).
+type deadlineReader interface {
+	io.Reader
+	SetReadDeadline(t time.Time) error
+}
+
+// frameReader reads frames from one connection; see the comment at the top of the file.
+type frameReader struct {
+	src      deadlineReader
+	small    []byte // the connection's own minimum buffer
+	buf      []byte // small, or a grown buffer while a large frame is read
+	r, w     int    // buf[r:w] is buffered and unread
+	consumed int    // bytes of buf at r belonging to the frame last returned
+	maxFrame int
+
+	budget  *byteBudget // nil: no budget (client side)
+	charged int64       // bytes of buf charged to budget
+
+	idle         time.Duration // 0: no idle deadline
+	frameTimeout time.Duration // 0: no frame deadline
+	now          func() time.Time
+	started      time.Time // when the first byte of the frame in progress arrived; zero between frames
+	deadline     time.Time // last read deadline set
+}
+
+func newFrameReader(src deadlineReader, prefix []byte, maxFrame int, budget *byteBudget, idle, frameTimeout time.Duration) *frameReader {
+	fr := &frameReader{
+		src: src, small: make([]byte, minReadBuffer), maxFrame: maxFrame, budget: budget,
+		idle: idle, frameTimeout: frameTimeout, now: time.Now,
+	}
+	fr.buf = fr.small
+	fr.w = copy(fr.buf, prefix)
+	if fr.w > 0 {
+		fr.started = fr.now()
+	}
+	return fr
+}
+
+// release hands back the frame last returned: its bytes are consumed and a grown buffer is
+// dropped (its budget charge with it) when nothing else is buffered. Called by read too; the
+// server calls it as soon as the frame is decoded, before charging the request, so a frame is
+// never counted twice for long.
+func (fr *frameReader) release() {
+	fr.r += fr.consumed
+	fr.consumed = 0
+	if fr.r == fr.w {
+		fr.r, fr.w = 0, 0
+	}
+	if len(fr.buf) > minReadBuffer && fr.w-fr.r <= minReadBuffer {
+		n := copy(fr.small, fr.buf[fr.r:fr.w])
+		fr.buf, fr.r, fr.w = fr.small, 0, n
+		fr.budget.release(fr.charged)
+		fr.charged = 0
+	}
+}
+
+// close gives back the budget charge; the reader must not be used after.
+func (fr *frameReader) close() {
+	fr.budget.release(fr.charged)
+	fr.charged = 0
+	fr.buf, fr.small = nil, nil
+}
+
+// setDeadline arms the read deadline for the next read: the frame deadline while a frame is
+// in progress, the idle deadline between frames.
+func (fr *frameReader) setDeadline() {
+	var d time.Time
+	switch {
+	case !fr.started.IsZero() && fr.frameTimeout > 0:
+		d = fr.started.Add(fr.frameTimeout)
+		if fr.idle > 0 {
+			d = minTime(d, fr.now().Add(fr.idle))
+		}
+	case fr.idle > 0:
+		d = fr.now().Add(fr.idle)
+	}
+	if !d.Equal(fr.deadline) {
+		_ = fr.src.SetReadDeadline(d)
+		fr.deadline = d
+	}
+}
+
+func minTime(a, b time.Time) time.Time {
+	if b.Before(a) {
+		return b
+	}
+	return a
+}
+
+// readMore reads at least one byte into buf[w:], which must have room.
+func (fr *frameReader) readMore() error {
+	fr.setDeadline()
+	n, err := fr.src.Read(fr.buf[fr.w:])
+	if n > 0 {
+		if fr.started.IsZero() {
+			fr.started = fr.now()
+		}
+		fr.w += n
+		return nil
+	}
+	if err == nil {
+		err = io.ErrNoProgress
+	}
+	return fr.readErr(err)
+}
+
+// readErr classifies a failed read: a timeout inside a frame is ErrFrameTimeout, a stream that
+// ends inside a frame io.ErrUnexpectedEOF, between frames io.EOF.
+func (fr *frameReader) readErr(err error) error {
+	inFrame := fr.w > fr.r || !fr.started.IsZero()
+	var ne net.Error
+	switch {
+	case inFrame && errors.As(err, &ne) && ne.Timeout() && fr.frameTimeout > 0 &&
+		!fr.now().Before(fr.started.Add(fr.frameTimeout)):
+		return fmt.Errorf("%w: %d bytes of a frame in %v: %w", ErrFrameTimeout, fr.w-fr.r, fr.frameTimeout, err)
+	case inFrame && errors.Is(err, io.EOF):
+		return io.ErrUnexpectedEOF
+	}
+	return err
+}
+
+// compact moves the buffered bytes to the front of buf.
+func (fr *frameReader) compact() {
+	if fr.r > 0 {
+		fr.w = copy(fr.buf, fr.buf[fr.r:fr.w])
+		fr.r = 0
+	}
+}
+
+// fill reads until k bytes are buffered; k must fit buf.
+func (fr *frameReader) fill(k int) error {
+	for fr.w-fr.r < k {
+		if len(fr.buf)-fr.r < k {
+			fr.compact()
+		}
+		if err := fr.readMore(); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// grow replaces buf by one of size n (> len(buf)), charging the budget; false when the
+// budget cannot cover it.
+func (fr *frameReader) grow(n int) bool {
+	charge := int64(n - minReadBuffer)
+	if !fr.budget.acquire(charge - fr.charged) {
+		return false
+	}
+	nb := make([]byte, n)
+	fr.w = copy(nb, fr.buf[fr.r:fr.w])
+	fr.r = 0
+	fr.buf = nb
+	fr.charged = charge
+	return true
+}
+
+// read returns the next frame. Errors: io.EOF between frames, io.ErrUnexpectedEOF inside
+// one, ErrMalformed for a length below 4 or a header running past its frame, ErrFrameTooLarge
+// above maxFrame (the announced length is in the frame's size), ErrFrameTimeout, ErrOverloaded
+// (a frame over budget whose header does not fit the buffer held), or the read error.
+func (fr *frameReader) read() (frame, error) {
+	fr.release()
+	if fr.w == fr.r {
+		fr.started = time.Time{}
+	} else if fr.started.IsZero() {
+		fr.started = fr.now() // pipelined: the next frame's first bytes came with the last read
+	}
+	if err := fr.fill(lengthSize); err != nil {
+		return frame{}, err
+	}
+	n := int64(int32(binary.BigEndian.Uint32(fr.buf[fr.r:])))
+	if n < headerWordSize {
+		return frame{size: n}, fmt.Errorf("%w: frame length %d", ErrMalformed, n)
+	}
+	if fr.maxFrame > 0 && n > int64(fr.maxFrame) {
+		return frame{size: n}, fmt.Errorf("%w: %d bytes (max %d)", ErrFrameTooLarge, n, fr.maxFrame)
+	}
+	need := lengthSize + int(n)
+	for fr.w-fr.r < need {
+		if fr.w == len(fr.buf) {
+			fr.compact()
+		}
+		if fr.w == len(fr.buf) {
+			if !fr.grow(min(max(2*len(fr.buf), minReadBuffer), need)) {
+				return fr.drop(n, need)
+			}
+		}
+		if err := fr.readMore(); err != nil {
+			return frame{size: n}, err
+		}
+	}
+	fr.consumed = need
+	fr.started = time.Time{}
+	return frame{data: fr.buf[fr.r+lengthSize : fr.r+need], size: n}, nil
+}
+
+// drop handles a frame the budget cannot hold: it keeps the header, discards the rest of the
+// frame as it arrives and returns the frame marked dropped (or the frame itself when it
+// turns out to be complete within the buffer already held).
+func (fr *frameReader) drop(n int64, need int) (frame, error) {
+	if err := fr.fill(lengthSize + headerWordSize); err != nil {
+		return frame{size: n}, err
+	}
+	hlen := int(binary.BigEndian.Uint32(fr.buf[fr.r+lengthSize:]) & maxHeaderLen)
+	hdrEnd := lengthSize + headerWordSize + hlen
+	if hdrEnd > need {
+		return frame{size: n}, fmt.Errorf("%w: header length %d exceeds frame of %d bytes", ErrMalformed, hlen, n)
+	}
+	if hdrEnd > len(fr.buf) {
+		return frame{size: n}, fmt.Errorf("%w: frame of %d bytes with a %d-byte header", ErrOverloaded, n, hlen)
+	}
+	if err := fr.fill(hdrEnd); err != nil {
+		return frame{size: n}, err
+	}
+	if fr.w-fr.r >= need { // arrived meanwhile, within the buffer held
+		fr.consumed = need
+		fr.started = time.Time{}
+		return frame{data: fr.buf[fr.r+lengthSize : fr.r+need], size: n}, nil
+	}
+	header := append([]byte(nil), fr.buf[fr.r+lengthSize:fr.r+hdrEnd]...)
+	if _, _, ok := recoverOpaque(header); !ok {
+		// Nobody to answer: no point reading the rest.
+		return frame{size: n}, fmt.Errorf("%w: frame of %d bytes without a recoverable opaque", ErrOverloaded, n)
+	}
+	remaining := need - (fr.w - fr.r)
+	fr.r, fr.w = 0, 0
+	for remaining > 0 {
+		if err := fr.readMore(); err != nil {
+			return frame{size: n}, err
+		}
+		if fr.w <= remaining {
+			remaining -= fr.w
+			fr.w = 0
+			continue
+		}
+		fr.r = remaining // the rest belongs to the next frame
+		remaining = 0
+	}
+	fr.started = time.Time{}
+	return frame{header: header, size: n, dropped: true}, nil
+}
