@@ -8,6 +8,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/rmqha/rmqha/libs/acl"
 	"github.com/rmqha/rmqha/libs/broker/schedule"
 	"github.com/rmqha/rmqha/libs/commitlog/vfs"
 )
@@ -150,6 +151,15 @@ type Config struct {
 	// UncleanFailover lets a slave outside the published in-sync set take over (acknowledged
 	// messages may be lost; logged). Default false.
 	UncleanFailover bool `prop:"uncleanFailover"`
+	// RegistrationSecret is the cluster registration secret (at least 16 bytes, the name
+	// servers' registrationSecret): REGISTER_BROKER and UNREGISTER_BROKER are signed with it
+	// under the access key "rmqha-broker". Empty (and no registrationSecretFile): they go
+	// unsigned, which only name servers with registrationAllowUnauthenticated accept.
+	// Default "".
+	RegistrationSecret string `prop:"registrationSecret"`
+	// RegistrationSecretFile is a file holding the registration secret (surrounding white
+	// space trimmed); unreadable refuses start. Exclusive with registrationSecret. Default "".
+	RegistrationSecretFile string `prop:"registrationSecretFile"`
 
 	// ClientExpiry drops a client connection silent for this long. Default 120s. Not a property.
 	ClientExpiry time.Duration
@@ -342,7 +352,20 @@ func (c Config) Validate() error {
 	if c.LogFormat != "text" && c.LogFormat != "json" {
 		return bad("logFormat", "%q is not text or json", c.LogFormat)
 	}
+	if _, err := c.registrationSecret(); err != nil {
+		return err
+	}
 	return nil
+}
+
+// registrationSecret resolves registrationSecret / registrationSecretFile ("" when neither
+// is set).
+func (c Config) registrationSecret() (string, error) {
+	s, err := acl.LoadSecret(c.RegistrationSecret, c.RegistrationSecretFile, "registrationSecret", "registrationSecretFile")
+	if err != nil {
+		return "", fmt.Errorf("%w: %w", ErrInvalidConfig, err)
+	}
+	return s, nil
 }
 
 // NamesrvAddrs splits NamesrvAddr on ';'.

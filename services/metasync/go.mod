@@ -84,3 +84,5 @@ replace (
 )
 
 replace github.com/rmqha/rmqha/libs/obs => ../../libs/obs
+
+replace github.com/rmqha/rmqha/libs/acl => ../../libs/acl
