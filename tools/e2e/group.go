@@ -50,6 +50,9 @@ type GroupConfig struct {
 	ReadyTimeout time.Duration
 	// Stdout, when set, also receives every process's output.
 	Stdout io.Writer
+	// RegistrationSecret is the name server's and the brokers' registrationSecret.
+	// Default: a random one per group (harness.NewSecret).
+	RegistrationSecret string
 }
 
 // DefaultGroupConfig returns the defaults described on GroupConfig.
@@ -112,6 +115,9 @@ func StartGroup(t testing.TB, cfg GroupConfig) *Group {
 	if err := cfg.Validate(); err != nil {
 		t.Fatal(err)
 	}
+	if cfg.RegistrationSecret == "" {
+		cfg.RegistrationSecret = harness.NewSecret()
+	}
 	ports := harness.MustFreePorts(t, 7)
 	g := &Group{
 		cfg:         cfg,
@@ -145,7 +151,7 @@ func StartGroup(t testing.TB, cfg GroupConfig) *Group {
 		return harness.StartProcessT(t, pc)
 	}
 
-	g.Namesrv = start("namesrv", fmt.Sprintf("listenPort=%d\nbindAddress=127.0.0.1\nregistryBackend=memory\n", ports[0]))
+	g.Namesrv = start("namesrv", fmt.Sprintf("listenPort=%d\nbindAddress=127.0.0.1\nregistryBackend=memory\nregistrationSecret=%s\n", ports[0], cfg.RegistrationSecret))
 	g.waitProc(t, g.Namesrv, func() error { return harness.DialOK(g.NamesrvAddr) })
 
 	g.Master = start("master", g.brokerConf(0, cfg.MasterRole, ports[1], ports[2], ports[3], "", cfg.ExtraMaster))
@@ -169,7 +175,7 @@ func (g *Group) brokerConf(id int, role string, port, haPort, httpPort int, haMa
 	var b strings.Builder
 	fmt.Fprintf(&b, "brokerClusterName=%s\nbrokerName=%s\nbrokerId=%d\nbrokerRole=%s\n", ClusterName, BrokerName, id, role)
 	fmt.Fprintf(&b, "listenPort=%d\nhaListenPort=%d\nhttpPort=%d\nbindAddress=127.0.0.1\n", port, haPort, httpPort)
-	fmt.Fprintf(&b, "brokerIP1=127.0.0.1\nbrokerIP2=127.0.0.1\nnamesrvAddr=%s\n", g.NamesrvAddr)
+	fmt.Fprintf(&b, "brokerIP1=127.0.0.1\nbrokerIP2=127.0.0.1\nnamesrvAddr=%s\nregistrationSecret=%s\n", g.NamesrvAddr, c.RegistrationSecret)
 	fmt.Fprintf(&b, "storePathRootDir=%s\n", filepath.Join(c.Dir, map[int]string{0: "master", 1: "slave"}[id], "store"))
 	fmt.Fprintf(&b, "mappedFileSizeCommitLog=%d\nmaxMessageSize=%d\nslaveTimeout=%d\n", c.MappedFileSizeCommitLog, c.MaxMessageSize, c.SlaveTimeout.Milliseconds())
 	b.WriteString("slaveReadEnable=true\nflushDiskType=ASYNC_FLUSH\n")
