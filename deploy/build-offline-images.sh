@@ -7,7 +7,7 @@
 #
 # Usage: deploy/build-offline-images.sh [BIN_DIR]
 #   BIN_DIR   folder with the service binaries (default: $RMQHA_BIN_DIR, else bin/); they are
-#             built there with scripts/build.sh when namesrv, master, slave or healthcheck is
+#             built there with scripts/build.sh when namesrv, master, slave, healthcheck or gensecret is
 #             missing. metasync is packed when its binary is there, skipped with a line otherwise.
 #   RMQHA_OFFLINE_TAG   image tag (default offline)
 #   RMQHA_CONSUL_BIN, RMQHA_NATS_SERVER_BIN   the Consul and nats-server binaries (default: what
@@ -19,7 +19,7 @@ case "$BIN" in /*) ;; *) BIN=$PWD/$BIN ;; esac
 TAG=${RMQHA_OFFLINE_TAG:-offline}
 log() { echo "build-offline-images: $*" >&2; }
 
-for s in namesrv master slave healthcheck; do
+for s in namesrv master slave healthcheck gensecret; do
   if [ ! -x "$BIN/$s" ]; then
     log "building the binaries into $BIN"
     "$ROOT/scripts/build.sh" "$BIN"
@@ -53,7 +53,7 @@ image() { # image NAME DOCKERFILE TARGET CONF FILE... (CONF: a deploy/conf file 
   return "${PIPESTATUS[0]}"
 }
 
-image namesrv namesrv/Dockerfile prebuilt namesrv.conf "$BIN/namesrv" "$BIN/healthcheck"
+image namesrv namesrv/Dockerfile prebuilt namesrv.conf "$BIN/namesrv" "$BIN/healthcheck" "$BIN/gensecret"
 image master master/Dockerfile prebuilt broker.conf "$BIN/master" "$BIN/healthcheck"
 image slave slave/Dockerfile prebuilt broker.conf "$BIN/slave" "$BIN/healthcheck"
 if [ -x "$BIN/metasync" ]; then

@@ -7,6 +7,7 @@ require (
 	github.com/hashicorp/consul/api v1.34.0
 	github.com/nats-io/nats-server/v2 v2.12.1
 	github.com/nats-io/nats.go v1.55.0
+	github.com/rmqha/rmqha/libs/discovery v0.0.0
 	github.com/rmqha/rmqha/libs/remoting v0.0.0
 	github.com/sirupsen/logrus v1.10.2
 	github.com/stretchr/testify v1.12.1
@@ -71,10 +72,7 @@ replace github.com/rmqha/rmqha/libs/props => ../libs/props
 
 replace github.com/rmqha/rmqha/libs/discovery => ../libs/discovery
 
-require (
-	github.com/rmqha/rmqha/libs/discovery v0.0.0
-	github.com/rmqha/rmqha/libs/tlsconf v0.0.0
-)
+require github.com/rmqha/rmqha/libs/tlsconf v0.0.0
 
 require (
 	github.com/rmqha/rmqha/libs/props v0.0.0 // indirect
@@ -82,3 +80,5 @@ require (
 )
 
 replace github.com/rmqha/rmqha/libs/tlsconf => ../libs/tlsconf
+
+replace github.com/rmqha/rmqha/libs/acl => ../libs/acl

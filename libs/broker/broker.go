@@ -57,6 +57,10 @@ type Broker struct {
 	physMem    int64
 
 	masterAddr atomic.Value // string: the group master's client address, from registration
+	regTime    atomic.Int64 // last registrationTime sent (ms), kept increasing (register.go)
+	// regMu makes registration rounds (register, unregister) one at a time, so that they
+	// reach each name server in registrationTime order (it refuses an older time).
+	regMu sync.Mutex
 
 	state      atomic.Int32
 	ctx        context.Context
@@ -330,6 +334,9 @@ func (b *Broker) start() error {
 	nc.RequestTimeout = 6 * time.Second
 	nc.Logger = b.log.WithField("component", "namesrv-client")
 	nc.TLS = b.tlsCli
+	if nc.Signer, err = b.registrationSigner(); err != nil {
+		return err
+	}
 	b.nsCli = remoting.NewClient(nc)
 	b.metrics.registerRemoting(b.srv, b.nsCli)
 

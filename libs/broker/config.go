@@ -8,6 +8,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/rmqha/rmqha/libs/acl"
 	"github.com/rmqha/rmqha/libs/broker/schedule"
 	"github.com/rmqha/rmqha/libs/commitlog/vfs"
 	"github.com/rmqha/rmqha/libs/remoting"
@@ -152,6 +153,15 @@ type Config struct {
 	// UncleanFailover lets a slave outside the published in-sync set take over (acknowledged
 	// messages may be lost; logged). Default false.
 	UncleanFailover bool `prop:"uncleanFailover"`
+	// RegistrationSecret is the cluster registration secret (at least 16 bytes, the name
+	// servers' registrationSecret): REGISTER_BROKER and UNREGISTER_BROKER are signed with it
+	// under the access key "rmqha-broker". Empty (and no registrationSecretFile): they go
+	// unsigned, which only name servers with registrationAllowUnauthenticated accept.
+	// Default "".
+	RegistrationSecret string `prop:"registrationSecret"`
+	// RegistrationSecretFile is a file holding the registration secret (surrounding white
+	// space trimmed); unreadable refuses start. Exclusive with registrationSecret. Default "".
+	RegistrationSecretFile string `prop:"registrationSecretFile"`
 
 	// Remoting transport: RocketMQ's tls.* keys (libs/tlsconf; the remoting port's mode and
 	// certificates, and tls.enable for this broker's client to the name servers) and the
@@ -361,7 +371,20 @@ func (c Config) Validate() error {
 	if err := c.ServerKeys.Validate(remoting.DefaultServerConfig().MaxFrameSize); err != nil {
 		return fmt.Errorf("%w: %w", ErrInvalidConfig, err)
 	}
+	if _, err := c.registrationSecret(); err != nil {
+		return err
+	}
 	return nil
+}
+
+// registrationSecret resolves registrationSecret / registrationSecretFile ("" when neither
+// is set).
+func (c Config) registrationSecret() (string, error) {
+	s, err := acl.LoadSecret(c.RegistrationSecret, c.RegistrationSecretFile, "registrationSecret", "registrationSecretFile")
+	if err != nil {
+		return "", fmt.Errorf("%w: %w", ErrInvalidConfig, err)
+	}
+	return s, nil
 }
 
 // NamesrvAddrs splits NamesrvAddr on ';'.

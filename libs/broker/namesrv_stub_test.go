@@ -23,6 +23,7 @@ type nsStub struct {
 	regs    int
 	unregs  int
 	epochs  []string
+	reqs    []*remoting.Command // every REGISTER_BROKER and UNREGISTER_BROKER, in arrival order
 }
 
 func startNSStub(t *testing.T) *nsStub {
@@ -57,6 +58,7 @@ func (ns *nsStub) register(w remoting.ResponseWriter, req *remoting.Command) {
 	id := int64(atoi(req.Ext("brokerId")))
 	ns.mu.Lock()
 	defer ns.mu.Unlock()
+	ns.reqs = append(ns.reqs, req)
 	ns.regs++
 	ns.epochs = append(ns.epochs, req.Ext("epoch"))
 	if ns.addrs[name] == nil {
@@ -83,6 +85,7 @@ func (ns *nsStub) unregister(w remoting.ResponseWriter, req *remoting.Command) {
 	name := req.Ext("brokerName")
 	id := int64(atoi(req.Ext("brokerId")))
 	ns.mu.Lock()
+	ns.reqs = append(ns.reqs, req)
 	ns.unregs++
 	delete(ns.addrs[name], id)
 	ns.mu.Unlock()

@@ -7,6 +7,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/rmqha/rmqha/libs/acl"
 	"github.com/rmqha/rmqha/libs/broker/route"
 	"github.com/rmqha/rmqha/libs/hawire"
 	"github.com/rmqha/rmqha/libs/remoting"
@@ -88,7 +89,49 @@ func (b *Broker) registerRequest() *remoting.Command {
 	if h := b.statusAddr(); h != "" {
 		ext["httpAddr"] = h
 	}
-	return remoting.NewRequest(remoting.RegisterBroker, ext, body)
+	return b.nsRequest(remoting.RegisterBroker, ext, body)
+}
+
+// registrationSigner signs what the broker sends to name servers: with the cluster
+// registration secret under acl.BrokerAccessKey, or nothing without one (warned: name
+// servers then refuse the broker unless they admit unauthenticated registrations). With ACL
+// on, the broker's own accessKey/secretKey sign instead (acl.Signer(accessKey, secretKey));
+// the name server's ACL authenticator verifies them and requires an admin account. The
+// registration fields (nsRequest) are the same either way.
+func (b *Broker) registrationSigner() (func(*remoting.Command), error) {
+	secret, err := b.cfg.registrationSecret()
+	if err != nil {
+		return nil, err
+	}
+	if secret == "" {
+		if len(b.cfg.NamesrvAddrs()) > 0 {
+			b.log.WithField("key", "registrationSecret").Warn("no registrationSecret or registrationSecretFile: name-server registrations go unsigned; " +
+				"name servers refuse them unless registrationAllowUnauthenticated=true")
+		}
+		return nil, nil
+	}
+	return acl.Signer(acl.BrokerAccessKey, secret), nil
+}
+
+// nsRequest builds a REGISTER_BROKER or UNREGISTER_BROKER with the registration fields the
+// name server checks before it believes a signed one (acl.PrepareRegistration): a
+// registrationTime after every earlier one from this process, even in the same millisecond
+// or after the clock stepped back, and the digest binding the fields. The client's signer
+// signs it when sent.
+func (b *Broker) nsRequest(code int32, ext map[string]string, body []byte) *remoting.Command {
+	req := remoting.NewRequest(code, ext, body)
+	acl.PrepareRegistration(req, b.nextRegistrationTime())
+	return req
+}
+
+func (b *Broker) nextRegistrationTime() int64 {
+	for {
+		last := b.regTime.Load()
+		ts := max(b.now().UnixMilli(), last+1)
+		if b.regTime.CompareAndSwap(last, ts) {
+			return ts
+		}
+	}
 }
 
 // statusAddr is the advertised address of the status HTTP server ("" when
@@ -117,6 +160,8 @@ func (b *Broker) statusAddr() string {
 // registerAll sends REGISTER_BROKER to every name server in parallel. A slave learns its
 // master's HA address (haServerAddr) and client address (masterAddr) from the answers.
 func (b *Broker) registerAll() {
+	b.regMu.Lock()
+	defer b.regMu.Unlock()
 	req := b.registerRequest()
 	var wg sync.WaitGroup
 	for _, ns := range b.cfg.NamesrvAddrs() {
@@ -160,6 +205,9 @@ func (b *Broker) unregisterAll(ctx context.Context) {
 		"clusterName": b.cfg.BrokerClusterName,
 		"brokerId":    strconv.FormatInt(b.view().id, 10),
 	}
+	b.regMu.Lock()
+	defer b.regMu.Unlock()
+	req := b.nsRequest(remoting.UnregisterBroker, ext, nil)
 	var wg sync.WaitGroup
 	for _, ns := range b.cfg.NamesrvAddrs() {
 		wg.Add(1)
@@ -167,7 +215,7 @@ func (b *Broker) unregisterAll(ctx context.Context) {
 			defer wg.Done()
 			cctx, cancel := context.WithTimeout(ctx, 3*time.Second)
 			defer cancel()
-			resp, err := b.nsCli.Invoke(cctx, ns, remoting.NewRequest(remoting.UnregisterBroker, ext, nil))
+			resp, err := b.nsCli.Invoke(cctx, ns, req)
 			if err != nil {
 				b.log.WithError(err).WithField("namesrv", ns).Warn("unregister broker failed")
 				return

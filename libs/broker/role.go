@@ -449,6 +449,9 @@ func (b *Broker) unregisterID(ctx context.Context, id int64) {
 		"brokerName": b.cfg.BrokerName, "brokerAddr": b.brokerAddr,
 		"clusterName": b.cfg.BrokerClusterName, "brokerId": strconv.FormatInt(id, 10),
 	}
+	b.regMu.Lock()
+	defer b.regMu.Unlock()
+	req := b.nsRequest(remoting.UnregisterBroker, ext, nil)
 	var wg sync.WaitGroup
 	for _, ns := range b.cfg.NamesrvAddrs() {
 		wg.Add(1)
@@ -456,8 +459,11 @@ func (b *Broker) unregisterID(ctx context.Context, id int64) {
 			defer wg.Done()
 			cctx, cancel := context.WithTimeout(ctx, 3*time.Second)
 			defer cancel()
-			if _, err := b.nsCli.Invoke(cctx, ns, remoting.NewRequest(remoting.UnregisterBroker, ext, nil)); err != nil {
+			resp, err := b.nsCli.Invoke(cctx, ns, req)
+			if err != nil {
 				b.log.WithError(err).WithField("namesrv", ns).Warn("unregister after role switch failed")
+			} else if resp.Code != remoting.Success {
+				b.log.WithFields(logrus.Fields{"namesrv": ns, "code": remoting.ResponseName(resp.Code), "remark": resp.Remark}).Warn("unregister after role switch refused")
 			}
 		}(ns)
 	}

@@ -15,7 +15,7 @@ require (
 require (
 	github.com/antithesishq/antithesis-sdk-go v0.4.3-default-no-op // indirect
 	github.com/google/go-tpm v0.9.6 // indirect
-	github.com/klauspost/compress v1.20.0 // indirect
+	github.com/klauspost/compress v1.20.1 // indirect
 	github.com/minio/highwayhash v1.0.3 // indirect
 	github.com/nats-io/jwt/v2 v2.8.0 // indirect
 	github.com/nats-io/nkeys v0.4.16 // indirect
@@ -33,3 +33,5 @@ replace (
 	github.com/rmqha/rmqha/libs/props => ../props
 	github.com/rmqha/rmqha/libs/remoting => ../remoting
 )
+
+replace github.com/rmqha/rmqha/libs/acl => ../acl

@@ -89,3 +89,5 @@ replace github.com/rmqha/rmqha/libs/obs => ../../libs/obs
 require github.com/rmqha/rmqha/libs/tlsconf v0.0.0
 
 replace github.com/rmqha/rmqha/libs/tlsconf => ../../libs/tlsconf
+
+replace github.com/rmqha/rmqha/libs/acl => ../../libs/acl

@@ -49,6 +49,7 @@ require (
 	github.com/mattn/go-colorable v0.1.13 // indirect
 	github.com/mattn/go-isatty v0.0.20 // indirect
 	github.com/mitchellh/go-homedir v1.1.0 // indirect
+	github.com/rmqha/rmqha/libs/acl v0.0.0
 	github.com/rmqha/rmqha/libs/obs v0.0.0
 	github.com/rmqha/rmqha/tools v0.0.0
 	go.yaml.in/yaml/v3 v3.0.5 // indirect
@@ -70,3 +71,5 @@ replace github.com/rmqha/rmqha/libs/obs => ../../libs/obs
 require github.com/rmqha/rmqha/libs/tlsconf v0.0.0
 
 replace github.com/rmqha/rmqha/libs/tlsconf => ../../libs/tlsconf
+
+replace github.com/rmqha/rmqha/libs/acl => ../../libs/acl

@@ -81,7 +81,7 @@ func openRegistry(cfg nameserver.Config, log logrus.FieldLogger) (registry.Regis
 		}
 	}
 	if backend == "memory" {
-		return registry.NewMemory(), backend, nil
+		return registry.NewMemoryWithLimits(cfg.Limits()), backend, nil
 	}
 	client, err := discovery.NewClient("")
 	if err != nil {
@@ -91,6 +91,7 @@ func openRegistry(cfg nameserver.Config, log logrus.FieldLogger) (registry.Regis
 	cc.Client = client
 	cc.TTL = cfg.BrokerExpire
 	cc.TCPInterval = cfg.ConsulTCPCheckInterval
+	cc.Limits = cfg.Limits()
 	cc.Logger = log
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()

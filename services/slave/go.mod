@@ -38,6 +38,7 @@ require (
 )
 
 require (
+	github.com/rmqha/rmqha/libs/acl v0.0.0 // indirect
 	github.com/rmqha/rmqha/libs/commitlog v0.0.0 // indirect
 	github.com/rmqha/rmqha/libs/discovery v0.0.0 // indirect
 	github.com/rmqha/rmqha/libs/hawire v0.0.0 // indirect
@@ -65,3 +66,5 @@ replace github.com/rmqha/rmqha/libs/metasync => ../../libs/metasync
 replace github.com/rmqha/rmqha/libs/obs => ../../libs/obs
 
 replace github.com/rmqha/rmqha/libs/tlsconf => ../../libs/tlsconf
+
+replace github.com/rmqha/rmqha/libs/acl => ../../libs/acl

@@ -71,13 +71,14 @@ func startGroup(t *testing.T) *group {
 		require.NoError(t, os.WriteFile(path, []byte(conf), 0o644))
 		return harness.StartProcessT(t, harness.ProcessConfig{Name: name, Bin: harness.Binary(t, name), Args: []string{"-c", path}, Dir: dir})
 	}
-	g.namesrv = start("namesrv", fmt.Sprintf("listenPort=%d\nbindAddress=127.0.0.1\nregistryBackend=memory\n", ports[0]))
+	secret := harness.NewSecret()
+	g.namesrv = start("namesrv", fmt.Sprintf("listenPort=%d\nbindAddress=127.0.0.1\nregistryBackend=memory\nregistrationSecret=%s\n", ports[0], secret))
 	g.waitProc(t, g.namesrv, func() error { return harness.DialOK(g.nsAddr) })
 
 	var b strings.Builder
 	fmt.Fprintf(&b, "brokerClusterName=%s\nbrokerName=%s\nbrokerId=0\nbrokerRole=ASYNC_MASTER\n", clusterName, brokerName)
 	fmt.Fprintf(&b, "listenPort=%d\nhaListenPort=%d\nhttpPort=%d\nbindAddress=127.0.0.1\n", ports[1], ports[2], ports[3])
-	fmt.Fprintf(&b, "brokerIP1=127.0.0.1\nbrokerIP2=127.0.0.1\nnamesrvAddr=%s\nstorePathRootDir=%s\n", g.nsAddr, g.storeDir)
+	fmt.Fprintf(&b, "brokerIP1=127.0.0.1\nbrokerIP2=127.0.0.1\nnamesrvAddr=%s\nstorePathRootDir=%s\nregistrationSecret=%s\n", g.nsAddr, g.storeDir, secret)
 	fmt.Fprintf(&b, "flushDiskType=ASYNC_FLUSH\nmappedFileSizeCommitLog=%d\nmaxMessageSize=%d\nmessageDelayLevel=%s\n", 4<<20, 1<<20, delayLevels)
 	g.master = start("master", b.String())
 	g.waitMaster(t)

@@ -56,6 +56,16 @@ type GroupConfig struct {
 	ReadyTimeout time.Duration
 	// Stdout, when set, also receives every process's output.
 	Stdout io.Writer
+	// RegistrationSecret is the name server's and the brokers' registrationSecret.
+	// Default: a random one per group (harness.NewSecret).
+	RegistrationSecret string
+	// SlaveFollowsNameServer starts the slave without haMasterAddress: it learns its
+	// master's HA address from the name server's REGISTER_BROKER answers. Default false.
+	SlaveFollowsNameServer bool
+	// NamesrvFor, when set, is given each broker's id (0 master, 1 slave) and the name
+	// server's address before the broker starts, and returns the address that broker
+	// registers with (a test's tap in between).
+	NamesrvFor func(brokerID int, namesrvAddr string) string
 }
 
 // DefaultGroupConfig returns the defaults described on GroupConfig.
@@ -84,6 +94,8 @@ func (c GroupConfig) Validate() error {
 		return fmt.Errorf("%w: ReadyTimeout %v <= 0", ErrInvalidConfig, c.ReadyTimeout)
 	case c.ProxyHA && c.NoSlave:
 		return fmt.Errorf("%w: ProxyHA without a slave", ErrInvalidConfig)
+	case c.ProxyHA && c.SlaveFollowsNameServer:
+		return fmt.Errorf("%w: ProxyHA needs the slave's haMasterAddress (SlaveFollowsNameServer)", ErrInvalidConfig)
 	}
 	return nil
 }
@@ -117,6 +129,9 @@ func StartGroup(t testing.TB, cfg GroupConfig) *Group {
 	}
 	if err := cfg.Validate(); err != nil {
 		t.Fatal(err)
+	}
+	if cfg.RegistrationSecret == "" {
+		cfg.RegistrationSecret = harness.NewSecret()
 	}
 	ports := harness.MustFreePorts(t, 7)
 	g := &Group{
@@ -152,11 +167,17 @@ func StartGroup(t testing.TB, cfg GroupConfig) *Group {
 		return harness.StartProcessT(t, pc)
 	}
 
-	g.Namesrv = start("namesrv", fmt.Sprintf("listenPort=%d\nbindAddress=127.0.0.1\nregistryBackend=memory\n", ports[0])+
+	g.Namesrv = start("namesrv", fmt.Sprintf("listenPort=%d\nbindAddress=127.0.0.1\nregistryBackend=memory\nregistrationSecret=%s\n", ports[0], cfg.RegistrationSecret)+
 		strings.Join(append(cfg.ExtraNamesrv, ""), "\n"))
 	g.waitProc(t, g.Namesrv, func() error { return harness.DialOK(g.NamesrvAddr) })
 
-	g.Master = start("master", g.brokerConf(0, cfg.MasterRole, ports[1], ports[2], ports[3], "", cfg.ExtraMaster))
+	namesrvFor := func(id int) string {
+		if cfg.NamesrvFor != nil {
+			return cfg.NamesrvFor(id, g.NamesrvAddr)
+		}
+		return g.NamesrvAddr
+	}
+	g.Master = start("master", g.brokerConf(0, cfg.MasterRole, ports[1], ports[2], ports[3], "", namesrvFor(0), cfg.ExtraMaster))
 	g.waitProc(t, g.Master, func() error { return g.routeHas("TBW102", 0, g.MasterAddr) })
 
 	if !cfg.NoSlave {
@@ -165,19 +186,22 @@ func StartGroup(t testing.TB, cfg GroupConfig) *Group {
 			g.HAProxy = harness.NewProxyT(t, g.MasterHA)
 			haTarget = g.HAProxy.Addr()
 		}
-		g.Slave = start("slave", g.brokerConf(1, "SLAVE", ports[4], ports[5], ports[6], haTarget, cfg.ExtraSlave))
+		if cfg.SlaveFollowsNameServer {
+			haTarget = ""
+		}
+		g.Slave = start("slave", g.brokerConf(1, "SLAVE", ports[4], ports[5], ports[6], haTarget, namesrvFor(1), cfg.ExtraSlave))
 		g.waitProc(t, g.Slave, func() error { return g.routeHas("TBW102", 1, g.SlaveAddr) })
 		g.WaitSlaveInSync(t)
 	}
 	return g
 }
 
-func (g *Group) brokerConf(id int, role string, port, haPort, httpPort int, haMaster string, extra []string) string {
+func (g *Group) brokerConf(id int, role string, port, haPort, httpPort int, haMaster, namesrv string, extra []string) string {
 	c := g.cfg
 	var b strings.Builder
 	fmt.Fprintf(&b, "brokerClusterName=%s\nbrokerName=%s\nbrokerId=%d\nbrokerRole=%s\n", ClusterName, BrokerName, id, role)
 	fmt.Fprintf(&b, "listenPort=%d\nhaListenPort=%d\nhttpPort=%d\nbindAddress=127.0.0.1\n", port, haPort, httpPort)
-	fmt.Fprintf(&b, "brokerIP1=127.0.0.1\nbrokerIP2=127.0.0.1\nnamesrvAddr=%s\n", g.NamesrvAddr)
+	fmt.Fprintf(&b, "brokerIP1=127.0.0.1\nbrokerIP2=127.0.0.1\nnamesrvAddr=%s\nregistrationSecret=%s\n", namesrv, c.RegistrationSecret)
 	fmt.Fprintf(&b, "storePathRootDir=%s\n", filepath.Join(c.Dir, map[int]string{0: "master", 1: "slave"}[id], "store"))
 	fmt.Fprintf(&b, "mappedFileSizeCommitLog=%d\nmaxMessageSize=%d\nslaveTimeout=%d\n", c.MappedFileSizeCommitLog, c.MaxMessageSize, c.SlaveTimeout.Milliseconds())
 	b.WriteString("slaveReadEnable=true\nflushDiskType=ASYNC_FLUSH\n")

@@ -65,7 +65,8 @@ func startGroup(t *testing.T, n int) *group {
 	t.Cleanup(func() { _ = g.admin.Close() })
 	ports := harness.MustFreePorts(t, 1+3*n)
 	g.nsAddr = harness.Addr(ports[0])
-	g.ns = g.start("namesrv", fmt.Sprintf("listenPort=%d\nbindAddress=127.0.0.1\nregistryBackend=memory\n", ports[0]), nil)
+	secret := harness.NewSecret()
+	g.ns = g.start("namesrv", fmt.Sprintf("listenPort=%d\nbindAddress=127.0.0.1\nregistryBackend=memory\nregistrationSecret=%s\n", ports[0], secret), nil)
 	harness.Eventually(t, readyTimeout, func() error { return harness.DialOK(g.nsAddr) })
 	for i := 0; i < n; i++ {
 		nd := &node{id: int64(i + 1), addr: harness.Addr(ports[1+3*i]), http: harness.Addr(ports[3+3*i])}
@@ -74,7 +75,7 @@ func startGroup(t *testing.T, n int) *group {
 		var b strings.Builder
 		fmt.Fprintf(&b, "brokerClusterName=%s\nbrokerName=%s\nbrokerId=%d\nbrokerRole=SLAVE\n", clusterName, brokerName, nd.id)
 		fmt.Fprintf(&b, "listenPort=%d\nhaListenPort=%d\nhttpPort=%d\nbindAddress=127.0.0.1\n", ports[1+3*i], ports[2+3*i], ports[3+3*i])
-		fmt.Fprintf(&b, "brokerIP1=127.0.0.1\nbrokerIP2=127.0.0.1\nnamesrvAddr=%s\n", g.nsAddr)
+		fmt.Fprintf(&b, "brokerIP1=127.0.0.1\nbrokerIP2=127.0.0.1\nnamesrvAddr=%s\nregistrationSecret=%s\n", g.nsAddr, secret)
 		fmt.Fprintf(&b, "storePathRootDir=%s\n", filepath.Join(g.dir, name, "store"))
 		b.WriteString("mappedFileSizeCommitLog=4194304\nmaxMessageSize=65536\nslaveTimeout=2000\n")
 		b.WriteString("haSendHeartbeatInterval=500\nhaHousekeepingInterval=3000\n")

@@ -54,7 +54,8 @@ func TestWithRealGroup(t *testing.T) {
 
 	nsPorts := harness.MustFreePorts(t, 2)
 	nsDir := filepath.Join(root, "namesrv")
-	nsConf := writeConf(t, nsDir, "namesrv.conf", fmt.Sprintf("listenPort=%d\nhttpPort=%d\nbindAddress=127.0.0.1\nregistryBackend=consul\nconsulTcpCheckInterval=1000\n", nsPorts[0], nsPorts[1]))
+	secret := harness.NewSecret()
+	nsConf := writeConf(t, nsDir, "namesrv.conf", fmt.Sprintf("listenPort=%d\nhttpPort=%d\nbindAddress=127.0.0.1\nregistryBackend=consul\nconsulTcpCheckInterval=1000\nregistrationSecret=%s\n", nsPorts[0], nsPorts[1], secret))
 	ns := harness.StartProcessT(t, harness.ProcessConfig{Name: "namesrv", Bin: serviceBinary(t, "namesrv"), Dir: nsDir, Args: []string{"-c", nsConf}, Env: env})
 	nsAddr := harness.Addr(nsPorts[0])
 	waitUp(t, ns, nsAddr)
@@ -64,7 +65,7 @@ func TestWithRealGroup(t *testing.T) {
 	var b strings.Builder
 	fmt.Fprintf(&b, "brokerClusterName=%s\nbrokerName=%s\nbrokerId=0\nbrokerRole=ASYNC_MASTER\n", cluster, broker)
 	fmt.Fprintf(&b, "listenPort=%d\nhaListenPort=%d\nhttpPort=%d\nbindAddress=127.0.0.1\nbrokerIP1=127.0.0.1\nbrokerIP2=127.0.0.1\n", bPorts[0], bPorts[1], bPorts[2])
-	fmt.Fprintf(&b, "namesrvAddr=%s\nstorePathRootDir=%s\nmappedFileSizeCommitLog=16777216\n", nsAddr, filepath.Join(bDir, "store"))
+	fmt.Fprintf(&b, "namesrvAddr=%s\nstorePathRootDir=%s\nmappedFileSizeCommitLog=16777216\nregistrationSecret=%s\n", nsAddr, filepath.Join(bDir, "store"), secret)
 	bConf := writeConf(t, bDir, "broker.conf", b.String())
 	master := harness.StartProcessT(t, harness.ProcessConfig{Name: "master", Bin: serviceBinary(t, "master"), Dir: bDir, Args: []string{"-c", bConf}, Env: env})
 	masterAddr := harness.Addr(bPorts[0])

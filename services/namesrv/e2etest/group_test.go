@@ -21,6 +21,9 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
+// secret is this run's registration secret, given to every name server and broker.
+var secret = harness.NewSecret()
+
 type node struct {
 	*harness.Process
 	port, httpPort int
@@ -40,7 +43,7 @@ func startNamesrv(t *testing.T, consul *harness.Consul, name string) *node {
 	t.Helper()
 	ports := harness.MustFreePorts(t, 2)
 	dir := filepath.Join(t.TempDir(), name)
-	conf := writeConf(t, dir, "namesrv.conf", fmt.Sprintf("listenPort=%d\nhttpPort=%d\nbindAddress=127.0.0.1\nregistryBackend=consul\n", ports[0], ports[1]))
+	conf := writeConf(t, dir, "namesrv.conf", fmt.Sprintf("listenPort=%d\nhttpPort=%d\nbindAddress=127.0.0.1\nregistryBackend=consul\nregistrationSecret=%s\n", ports[0], ports[1], secret))
 	p := harness.StartProcessT(t, harness.ProcessConfig{Name: name, Bin: harness.Binary(t, "namesrv"), Dir: dir,
 		Args: []string{"-c", conf}, Env: []string{"CONSUL_HTTP_ADDR=" + consul.HTTPAddr()}})
 	n := &node{Process: p, port: ports[0], httpPort: ports[1]}
@@ -83,6 +86,7 @@ func startBroker(t *testing.T, consul *harness.Consul, o brokerOpts) *node {
 	fmt.Fprintf(&b, "brokerClusterName=DefaultCluster\nbrokerName=broker-a\nbrokerId=%d\nbrokerRole=%s\n", o.id, o.role)
 	fmt.Fprintf(&b, "listenPort=%d\nhaListenPort=%d\nhttpPort=%d\nbindAddress=127.0.0.1\nbrokerIP1=127.0.0.1\nbrokerIP2=127.0.0.1\n", ports[0], ports[1], ports[2])
 	fmt.Fprintf(&b, "namesrvAddr=%s\nstorePathRootDir=%s\nmappedFileSizeCommitLog=16777216\nslaveReadEnable=true\n", o.namesrv, filepath.Join(o.dir, "store"))
+	fmt.Fprintf(&b, "registrationSecret=%s\n", secret)
 	if o.haMaster != "" {
 		fmt.Fprintf(&b, "haMasterAddress=%s\n", o.haMaster)
 	}

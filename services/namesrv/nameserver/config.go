@@ -1,5 +1,34 @@
 // Package nameserver answers RocketMQ's name server requests (routes,
 // cluster info, broker registration) from a registry.Registry.
+//
+// # Who may register
+//
+// REGISTER_BROKER and UNREGISTER_BROKER change routes, so they are
+// authenticated in the default configuration. A broker signs them (libs/acl:
+// RocketMQ's HMAC-SHA1 request signature) under the access key "rmqha-broker"
+// with the cluster registration secret (registrationSecret or
+// registrationSecretFile, the same on every name server and broker), adding a
+// signed registrationTime and registrationDigest (acl.PrepareRegistration).
+// The name server, before it decodes the body or records anything:
+//
+//  1. bounds the identity fields (clusterName, brokerName, brokerAddr) and the
+//     body size;
+//  2. verifies the signature (Authenticator; SecretAuthenticator here, an ACL
+//     admin account when ACL is on);
+//  3. checks the digest (values bound to their keys and the request code);
+//  4. refuses a registrationTime outside registrationMaxClockSkew of its
+//     clock, or not after the last one accepted from the same broker
+//     (cluster, broker name, broker address): a recorded request cannot be
+//     played again.
+//
+// Refusals answer NO_PERMISSION (16) with a remark saying what is missing,
+// are counted in rmqha_namesrv_registration_refusals_total{request,reason}
+// and logged with the peer address (at most 10 lines per 10 s). Without a
+// secret or an Authenticator the name server refuses to start unless
+// registrationAllowUnauthenticated=true (warned at every start); unsigned
+// registrations are then admitted with their declared epoch ignored, and
+// the registry's connection rules (see package registry) still keep them
+// from changing what other connections registered.
 package nameserver
 
 import (
@@ -7,8 +36,10 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/rmqha/rmqha/libs/acl"
 	"github.com/rmqha/rmqha/libs/remoting"
 	"github.com/rmqha/rmqha/libs/tlsconf"
+	"github.com/rmqha/rmqha/services/namesrv/registry"
 	"github.com/sirupsen/logrus"
 )
 
@@ -49,6 +80,41 @@ type Config struct {
 	// HTTPTLSEnable serves the status HTTP port over HTTPS with the remoting port's server
 	// certificate. Default false.
 	HTTPTLSEnable bool `prop:"httpTlsEnable"`
+	// RegistrationSecret is the cluster registration secret (at least 16 bytes; brokers set
+	// the same key): REGISTER_BROKER and UNREGISTER_BROKER must be signed with it under the
+	// access key "rmqha-broker". Default "" (then registrationSecretFile, an Authenticator or
+	// registrationAllowUnauthenticated is required).
+	RegistrationSecret string `prop:"registrationSecret"`
+	// RegistrationSecretFile is a file holding the registration secret (surrounding white
+	// space trimmed); unreadable refuses start. Exclusive with registrationSecret. Default "".
+	RegistrationSecretFile string `prop:"registrationSecretFile"`
+	// RegistrationAllowUnauthenticated admits unsigned registrations (warned at every
+	// start): their declared epochs are ignored and they may not change what another
+	// connection registered. Signed ones are still verified when a secret is set.
+	// Default false.
+	RegistrationAllowUnauthenticated bool `prop:"registrationAllowUnauthenticated"`
+	// RegistrationMaxClockSkew is how far a signed registration's registrationTime may be
+	// from this name server's clock, either way. Default 60s.
+	RegistrationMaxClockSkew time.Duration `prop:"registrationMaxClockSkew,ms"`
+	// MaxClusterNameLength bounds clusterName in registrations, in bytes. Default 127.
+	MaxClusterNameLength int `prop:"maxClusterNameLength"`
+	// MaxBrokerNameLength bounds brokerName in registrations, in bytes. Default 127.
+	MaxBrokerNameLength int `prop:"maxBrokerNameLength"`
+	// MaxTopicsPerRegistration bounds the topics one registration carries. Default 32768.
+	MaxTopicsPerRegistration int `prop:"maxTopicsPerRegistration"`
+	// MaxRegistrationBodySize bounds a REGISTER_BROKER body in bytes (checked before it is
+	// decoded; at most maxFrameSize). Default 8 MiB.
+	MaxRegistrationBodySize int `prop:"maxRegistrationBodySize"`
+	// MaxBrokersPerCluster bounds the live brokers of one cluster. Default 1024.
+	MaxBrokersPerCluster int `prop:"maxBrokersPerCluster"`
+	// MaxBrokerGroupsPerCluster bounds the broker names of one cluster. Default 256.
+	MaxBrokerGroupsPerCluster int `prop:"maxBrokerGroupsPerCluster"`
+	// MaxClusters bounds the clusters the registry holds. Default 64.
+	MaxClusters int `prop:"maxClusters"`
+
+	// Authenticator, when set, verifies signed registrations instead of the registration
+	// secret (an ACL-based one when aclEnable is on). Default nil.
+	Authenticator Authenticator `prop:"-"`
 
 	Logger logrus.FieldLogger `prop:"-"`
 	Now    func() time.Time   `prop:"-"`
@@ -68,7 +134,34 @@ func DefaultConfig() Config {
 		LogFormat:                   "text",
 		Config:                      tlsconf.DefaultConfig(),
 		ServerKeys:                  remoting.DefaultServerKeys(),
+		RegistrationMaxClockSkew:    60 * time.Second,
+		MaxClusterNameLength:        127,
+		MaxBrokerNameLength:         127,
+		MaxTopicsPerRegistration:    32768,
+		MaxRegistrationBodySize:     8 << 20,
+		MaxBrokersPerCluster:        1024,
+		MaxBrokerGroupsPerCluster:   256,
+		MaxClusters:                 64,
 	}
+}
+
+// Limits are the registry bounds of the configuration.
+func (c Config) Limits() registry.Limits {
+	return registry.Limits{
+		MaxClusterNameLength: c.MaxClusterNameLength, MaxBrokerNameLength: c.MaxBrokerNameLength,
+		MaxTopicsPerRegistration: c.MaxTopicsPerRegistration, MaxBodySize: c.MaxRegistrationBodySize,
+		MaxBrokersPerCluster: c.MaxBrokersPerCluster, MaxBrokerGroupsPerCluster: c.MaxBrokerGroupsPerCluster,
+		MaxClusters: c.MaxClusters,
+	}
+}
+
+// registrationSecret resolves registrationSecret / registrationSecretFile.
+func (c Config) registrationSecret() (string, error) {
+	s, err := acl.LoadSecret(c.RegistrationSecret, c.RegistrationSecretFile, "registrationSecret", "registrationSecretFile")
+	if err != nil {
+		return "", fmt.Errorf("nameserver: %w", err)
+	}
+	return s, nil
 }
 
 // Validate names the first bad field.
@@ -99,6 +192,39 @@ func (c Config) Validate() error {
 	}
 	if err := c.ServerKeys.Validate(c.MaxFrameSize); err != nil {
 		return fmt.Errorf("nameserver: %w", err)
+	}
+	return c.validateRegistration()
+}
+
+// validateRegistration checks the registration keys; a name server that would accept
+// registrations from anyone without being told so refuses to start.
+func (c Config) validateRegistration() error {
+	secret, err := c.registrationSecret()
+	if err != nil {
+		return err
+	}
+	if secret == "" && c.Authenticator == nil && !c.RegistrationAllowUnauthenticated {
+		return fmt.Errorf("nameserver: %w: set registrationSecret or registrationSecretFile (the brokers set the same key), "+
+			"or registrationAllowUnauthenticated=true to let anyone register brokers", ErrNoRegistrationSecret)
+	}
+	if c.RegistrationMaxClockSkew < time.Second {
+		return fmt.Errorf("nameserver: registrationMaxClockSkew %v below 1s", c.RegistrationMaxClockSkew)
+	}
+	for _, l := range []struct {
+		key string
+		v   int
+	}{
+		{"maxClusterNameLength", c.MaxClusterNameLength}, {"maxBrokerNameLength", c.MaxBrokerNameLength},
+		{"maxTopicsPerRegistration", c.MaxTopicsPerRegistration}, {"maxRegistrationBodySize", c.MaxRegistrationBodySize},
+		{"maxBrokersPerCluster", c.MaxBrokersPerCluster}, {"maxBrokerGroupsPerCluster", c.MaxBrokerGroupsPerCluster},
+		{"maxClusters", c.MaxClusters},
+	} {
+		if l.v <= 0 {
+			return fmt.Errorf("nameserver: %s %d must be positive", l.key, l.v)
+		}
+	}
+	if c.MaxRegistrationBodySize > c.MaxFrameSize {
+		return fmt.Errorf("nameserver: maxRegistrationBodySize %d exceeds maxFrameSize %d", c.MaxRegistrationBodySize, c.MaxFrameSize)
 	}
 	return nil
 }

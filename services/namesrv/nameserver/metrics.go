@@ -12,6 +12,7 @@ type metrics struct {
 	routeLatency  prometheus.Histogram
 	registrations *prometheus.CounterVec
 	removals      *prometheus.CounterVec
+	refusals      *prometheus.CounterVec
 }
 
 func newMetrics(s *Server) *metrics {
@@ -27,12 +28,17 @@ func newMetrics(s *Server) *metrics {
 		registrations: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "rmqha_namesrv_registrations_total", Help: "REGISTER_BROKER requests by result (ok, refused, invalid).",
 		}, []string{"result"}),
+		refusals: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "rmqha_namesrv_registration_refusals_total",
+			Help: "REGISTER_BROKER / UNREGISTER_BROKER requests refused, by request (register, unregister) and reason " +
+				"(unsigned, unauthenticated, unbound, clock_skew, replayed, too_many_brokers, invalid, limit, not_owner, not_leader, conflict).",
+		}, []string{"request", "reason"}),
 		removals: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "rmqha_namesrv_broker_removals_total", Help: "Brokers removed from routes by cause (connection_closed, expired, unregistered).",
 		}, []string{"cause"}),
 	}
 	m.reg.MustRegister(obs.RemotingCollector("rmqha_namesrv_remoting_", s.rpc.Stats))
-	m.reg.MustRegister(m.routeLookups, m.routeLatency, m.registrations, m.removals,
+	m.reg.MustRegister(m.routeLookups, m.routeLatency, m.registrations, m.removals, m.refusals,
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "rmqha_namesrv_brokers", Help: "Live brokers in the registry."},
 			func() float64 { return float64(len(s.reg.Status().Brokers)) }),
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "rmqha_namesrv_registry_stale", Help: "1 while the registry cannot confirm its state (Consul unreachable)."},

@@ -12,6 +12,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/rmqha/rmqha/libs/acl"
 	"github.com/rmqha/rmqha/libs/broker/route"
 	"github.com/rmqha/rmqha/libs/obs"
 	"github.com/rmqha/rmqha/libs/remoting"
@@ -31,6 +32,11 @@ type Server struct {
 
 	m   *metrics
 	tls *tlsconf.Server // nil when neither the remoting nor the status port uses TLS
+
+	auth       Authenticator // nil: no credential to verify signed registrations with
+	lim        registry.Limits
+	fresh      *freshness
+	refusalLog *logLimiter
 
 	stop chan struct{}
 	wg   sync.WaitGroup
@@ -66,7 +72,20 @@ func New(cfg Config, reg registry.Registry) (*Server, error) {
 	if err != nil {
 		return nil, err
 	}
-	s := &Server{cfg: cfg, log: cfg.Logger, reg: reg, rpc: rpc, tls: tlsSrv, stop: make(chan struct{})}
+	s := &Server{cfg: cfg, log: cfg.Logger, reg: reg, rpc: rpc, tls: tlsSrv, stop: make(chan struct{}), lim: cfg.Limits(),
+		fresh: newFreshness(cfg.RegistrationMaxClockSkew), refusalLog: &logLimiter{interval: 10 * time.Second, burst: 10},
+		auth: cfg.Authenticator}
+	if s.auth == nil {
+		secret, err := cfg.registrationSecret()
+		if err != nil {
+			return nil, err
+		}
+		if secret != "" {
+			if s.auth, err = NewSecretAuthenticator(secret); err != nil {
+				return nil, err
+			}
+		}
+	}
 	s.m = newMetrics(s)
 	rpc.HandleFunc(remoting.RegisterBroker, s.registerBroker)
 	rpc.HandleFunc(remoting.UnregisterBroker, s.unregisterBroker)
@@ -114,6 +133,10 @@ func resolveTLS(cfg *Config) (*tlsconf.Server, error) {
 
 // Start listens on the remoting (and HTTP) ports and starts the expiry scan.
 func (s *Server) Start() error {
+	if s.cfg.RegistrationAllowUnauthenticated {
+		s.log.WithField("key", "registrationAllowUnauthenticated").Warn("registrationAllowUnauthenticated=true: anyone who reaches this port can register brokers " +
+			"(unsigned registrations are admitted; their epochs are ignored and they cannot change what another connection registered)")
+	}
 	if err := s.rpc.Start(); err != nil {
 		return err
 	}
@@ -180,10 +203,121 @@ func reply(w remoting.ResponseWriter, req *remoting.Command, code int32, remark 
 	_ = w.Write(resp)
 }
 
+// Refusal reasons (the reason label of rmqha_namesrv_registration_refusals_total).
+const (
+	reasonUnsigned        = "unsigned"        // no signature and unauthenticated registrations not admitted
+	reasonUnauthenticated = "unauthenticated" // the signature does not verify
+	reasonUnbound         = "unbound"         // registrationTime / registrationDigest missing or not matching
+	reasonClockSkew       = "clock_skew"
+	reasonReplayed        = "replayed"
+	reasonTooMany         = "too_many_brokers"
+	reasonInvalid         = "invalid"
+	reasonLimit           = "limit"
+	reasonNotOwner        = "not_owner"
+	reasonNotLeader       = "not_leader"
+	reasonConflict        = "conflict"
+)
+
+// refuse answers a refused registration or unregistration, counts it, and logs it with the
+// peer's address (rate-limited).
+func (s *Server) refuse(w remoting.ResponseWriter, req *remoting.Command, request, reason string, code int32, err error) {
+	s.m.refusals.WithLabelValues(request, reason).Inc()
+	if request == "register" {
+		s.m.registrations.WithLabelValues("refused").Inc()
+	}
+	if ok, suppressed := s.refusalLog.allow(s.cfg.Now()); ok {
+		f := logrus.Fields{"peer": w.Conn().RemoteAddr(), "request": request, "reason": reason,
+			"cluster": short(req.Ext("clusterName")), "broker": short(req.Ext("brokerName")),
+			"brokerId": short(req.Ext("brokerId")), "addr": short(req.Ext("brokerAddr"))}
+		if suppressed > 0 {
+			f["suppressed"] = suppressed
+		}
+		s.log.WithFields(f).WithError(err).Warn("broker registration refused")
+	}
+	reply(w, req, code, err.Error(), nil)
+}
+
+// short bounds a logged value that came from the network.
+func short(v string) string {
+	if len(v) > 64 {
+		return v[:64] + "..."
+	}
+	return v
+}
+
+// registryRefusal maps a registry error to a reason and a response code.
+func registryRefusal(err error) (string, int32) {
+	switch {
+	case errors.Is(err, registry.ErrNotOwner):
+		return reasonNotOwner, remoting.NoPermission
+	case errors.Is(err, registry.ErrNotLeader):
+		return reasonNotLeader, remoting.NoPermission
+	case errors.Is(err, registry.ErrLimit):
+		return reasonLimit, remoting.SystemError
+	case errors.Is(err, registry.ErrInvalid):
+		return reasonInvalid, remoting.SystemError
+	}
+	return reasonConflict, remoting.SystemError
+}
+
+// authenticate judges who sent a REGISTER_BROKER or UNREGISTER_BROKER. A signed request
+// must verify (the Authenticator), carry a registrationTime and registrationDigest that
+// match it, and be fresh: within the clock-skew window and after the last one of the same
+// broker. An unsigned one is admitted as unauthenticated only with
+// registrationAllowUnauthenticated. cluster, name and addr have been checked against the
+// limits (they key the replay window).
+func (s *Server) authenticate(req *remoting.Command, peer, cluster, name, addr string) (bool, string, error) {
+	if req.Ext(acl.ExtSignature) == "" && req.Ext(acl.ExtAccessKey) == "" {
+		if s.cfg.RegistrationAllowUnauthenticated {
+			return false, "", nil
+		}
+		return false, reasonUnsigned, fmt.Errorf("%w: the request is not signed; set registrationSecret (or registrationSecretFile) on the broker to the name server's", ErrUnauthenticated)
+	}
+	if s.auth == nil {
+		if s.cfg.RegistrationAllowUnauthenticated {
+			return false, "", nil // nothing to verify with: taken as unsigned
+		}
+		return false, reasonUnauthenticated, fmt.Errorf("%w: this name server has no registration credential", ErrUnauthenticated)
+	}
+	if err := s.auth.Authenticate(req, peer); err != nil {
+		return false, reasonUnauthenticated, err
+	}
+	ts, err := acl.CheckRegistration(req)
+	if err != nil {
+		return false, reasonUnbound, fmt.Errorf("%w: %w", ErrUnauthenticated, err)
+	}
+	if err := s.fresh.admit(brokerKey(cluster, name, addr), ts, s.cfg.Now()); err != nil {
+		switch {
+		case errors.Is(err, ErrClockSkew):
+			return false, reasonClockSkew, err
+		case errors.Is(err, ErrReplayed):
+			return false, reasonReplayed, err
+		}
+		return false, reasonTooMany, err
+	}
+	return true, "", nil
+}
+
 func (s *Server) registerBroker(w remoting.ResponseWriter, req *remoting.Command) {
+	const request = "register"
 	id, err := req.ExtInt64("brokerId")
 	if err != nil {
-		reply(w, req, remoting.SystemError, "brokerId: "+err.Error(), nil)
+		s.refuse(w, req, request, reasonInvalid, remoting.SystemError, fmt.Errorf("brokerId: %w", err))
+		return
+	}
+	if err := s.lim.CheckBodySize(len(req.Body)); err != nil {
+		s.refuse(w, req, request, reasonLimit, remoting.SystemError, err)
+		return
+	}
+	cluster, name, addr := req.Ext("clusterName"), req.Ext("brokerName"), req.Ext("brokerAddr")
+	if err := s.checkIdentity(cluster, name, addr); err != nil {
+		reason, code := registryRefusal(err)
+		s.refuse(w, req, request, reason, code, err)
+		return
+	}
+	authenticated, reason, err := s.authenticate(req, w.Conn().RemoteAddr(), cluster, name, addr)
+	if err != nil {
+		s.refuse(w, req, request, reason, remoting.NoPermission, err)
 		return
 	}
 	if req.Ext("compressed") == "true" {
@@ -216,16 +350,14 @@ func (s *Server) registerBroker(w remoting.ResponseWriter, req *remoting.Command
 		}
 	}
 	r := registry.Registration{
-		Cluster: req.Ext("clusterName"), BrokerName: req.Ext("brokerName"), BrokerID: id,
-		Addr: req.Ext("brokerAddr"), HAAddr: req.Ext("haServerAddr"), HTTPAddr: req.Ext("httpAddr"), Epoch: epoch,
-		Topics: body.TopicConfigSerializeWrapper, ConnID: w.Conn().ID(),
+		Cluster: cluster, BrokerName: name, BrokerID: id,
+		Addr: addr, HAAddr: req.Ext("haServerAddr"), HTTPAddr: req.Ext("httpAddr"), Epoch: epoch,
+		Topics: body.TopicConfigSerializeWrapper, ConnID: w.Conn().ID(), Authenticated: authenticated,
 	}
 	res, err := s.reg.Register(r, s.cfg.Now())
 	if err != nil {
-		s.m.registrations.WithLabelValues("refused").Inc()
-		s.log.WithFields(logrus.Fields{"cluster": r.Cluster, "broker": r.BrokerName, "brokerId": r.BrokerID, "addr": r.Addr, "epoch": r.Epoch}).
-			WithError(err).Warn("registration refused")
-		reply(w, req, remoting.SystemError, err.Error(), nil)
+		reason, code := registryRefusal(err)
+		s.refuse(w, req, request, reason, code, err)
 		return
 	}
 	s.m.registrations.WithLabelValues("ok").Inc()
@@ -236,15 +368,41 @@ func (s *Server) registerBroker(w remoting.ResponseWriter, req *remoting.Command
 	_ = w.Write(resp)
 }
 
+// checkIdentity bounds the fields that name a broker before anything is recorded about it.
+func (s *Server) checkIdentity(cluster, name, addr string) error {
+	if err := registry.CheckNames(cluster, name, s.lim); err != nil {
+		return err
+	}
+	if addr == "" {
+		return fmt.Errorf("%w: brokerAddr is empty", registry.ErrInvalid)
+	}
+	return registry.CheckAddr("brokerAddr", addr)
+}
+
 func (s *Server) unregisterBroker(w remoting.ResponseWriter, req *remoting.Command) {
+	const request = "unregister"
 	id, err := req.ExtInt64("brokerId")
 	if err != nil {
-		reply(w, req, remoting.SystemError, "brokerId: "+err.Error(), nil)
+		s.refuse(w, req, request, reasonInvalid, remoting.SystemError, fmt.Errorf("brokerId: %w", err))
 		return
 	}
-	_ = s.reg.Unregister(req.Ext("clusterName"), req.Ext("brokerName"), id, req.Ext("brokerAddr"))
+	cluster, name, addr := req.Ext("clusterName"), req.Ext("brokerName"), req.Ext("brokerAddr")
+	if err := s.checkIdentity(cluster, name, addr); err != nil {
+		reason, code := registryRefusal(err)
+		s.refuse(w, req, request, reason, code, err)
+		return
+	}
+	if _, reason, err := s.authenticate(req, w.Conn().RemoteAddr(), cluster, name, addr); err != nil {
+		s.refuse(w, req, request, reason, remoting.NoPermission, err)
+		return
+	}
+	if err := s.reg.Unregister(cluster, name, id, addr, w.Conn().ID()); err != nil {
+		reason, code := registryRefusal(err)
+		s.refuse(w, req, request, reason, code, err)
+		return
+	}
 	s.m.removals.WithLabelValues("unregistered").Inc()
-	s.log.WithFields(logrus.Fields{"broker": req.Ext("brokerName"), "brokerId": id, "addr": req.Ext("brokerAddr")}).Info("broker unregistered")
+	s.log.WithFields(logrus.Fields{"broker": name, "brokerId": id, "addr": addr}).Info("broker unregistered")
 	reply(w, req, remoting.Success, "", nil)
 }
 

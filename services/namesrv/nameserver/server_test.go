@@ -7,18 +7,23 @@ import (
 	"net"
 	"net/http"
 	"strconv"
+	"sync/atomic"
 	"testing"
 	"time"
 
+	"github.com/rmqha/rmqha/libs/acl"
 	"github.com/rmqha/rmqha/libs/broker/route"
 	"github.com/rmqha/rmqha/libs/remoting"
 	"github.com/rmqha/rmqha/services/namesrv/registry"
 	"github.com/stretchr/testify/require"
 )
 
-func start(t *testing.T) (*Server, *remoting.Client) {
+const testSecret = "test-registration-secret"
+
+func start(t *testing.T, mods ...func(*Config)) (*Server, *remoting.Client) {
 	t.Helper()
 	cfg := DefaultConfig()
+	cfg.RegistrationSecret = testSecret
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	require.NoError(t, err)
 	cfg.ListenPort = ln.Addr().(*net.TCPAddr).Port
@@ -26,7 +31,10 @@ func start(t *testing.T) (*Server, *remoting.Client) {
 	cfg.BindAddress = "127.0.0.1"
 	cfg.ScanNotActiveBrokerInterval = 20 * time.Millisecond
 	cfg.BrokerExpire = 300 * time.Millisecond
-	s, err := New(cfg, registry.NewMemory())
+	for _, m := range mods {
+		m(&cfg)
+	}
+	s, err := New(cfg, registry.NewMemoryWithLimits(cfg.Limits()))
 	require.NoError(t, err)
 	require.NoError(t, s.Start())
 	t.Cleanup(func() { s.Close() })
@@ -37,14 +45,49 @@ func start(t *testing.T) (*Server, *remoting.Client) {
 	return s, c
 }
 
+// registerReq is a REGISTER_BROKER signed with testSecret, as a broker sends it.
 func registerReq(cluster, name string, id int64, addr string, topics ...string) *remoting.Command {
+	return sign(unsignedRegisterReq(cluster, name, id, addr, topics...))
+}
+
+var lastTS atomic.Int64
+
+// sign adds a fresh registrationTime and digest and signs req with testSecret.
+func sign(req *remoting.Command) *remoting.Command {
+	return signAt(req, nextTS())
+}
+
+func nextTS() int64 {
+	for {
+		last, now := lastTS.Load(), time.Now().UnixMilli()
+		ts := max(now, last+1)
+		if lastTS.CompareAndSwap(last, ts) {
+			return ts
+		}
+	}
+}
+
+func signAt(req *remoting.Command, ts int64) *remoting.Command {
+	acl.PrepareRegistration(req, ts)
+	acl.SignCommand(req, acl.BrokerAccessKey, testSecret)
+	return req
+}
+
+// haOf is the test brokers' HA address: port+1.
+func haOf(addr string) string {
+	host, port, _ := net.SplitHostPort(addr)
+	p, _ := strconv.Atoi(port)
+	return net.JoinHostPort(host, strconv.Itoa(p+1))
+}
+
+func unsignedRegisterReq(cluster, name string, id int64, addr string, topics ...string) *remoting.Command {
 	w := route.TopicConfigSerializeWrapper{TopicConfigTable: map[string]route.TopicConfig{}}
 	for _, tp := range topics {
 		w.TopicConfigTable[tp] = route.NewTopicConfig(tp)
 	}
 	body := route.AppendRegisterBrokerBody(nil, route.RegisterBrokerBody{TopicConfigSerializeWrapper: w})
 	return remoting.NewRequest(remoting.RegisterBroker, map[string]string{
-		"brokerName": name, "brokerAddr": addr, "clusterName": cluster, "haServerAddr": addr + "1",
+		"brokerName": name, "brokerAddr": addr, "clusterName": cluster, "haServerAddr": haOf(addr),
 		"brokerId": strconv.FormatInt(id, 10), "compressed": "false",
 		"bodyCrc32": strconv.FormatInt(int64(route.BodyCRC32(body)), 10),
 	}, body)
@@ -65,7 +108,7 @@ func TestRegisterRouteAndDropOnClose(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, remoting.Success, resp.Code)
 	require.Equal(t, "127.0.0.1:10911", resp.Ext("masterAddr"))
-	require.Equal(t, "127.0.0.1:109111", resp.Ext("haServerAddr"))
+	require.Equal(t, "127.0.0.1:10912", resp.Ext("haServerAddr"))
 
 	resp, err = c.Invoke(ctx, addr, remoting.NewRequest(remoting.GetRouteInfoByTopic, map[string]string{"topic": "TopicTest"}, nil))
 	require.NoError(t, err)
@@ -105,23 +148,23 @@ func TestBadRegistrations(t *testing.T) {
 	ctx := context.Background()
 	addr := s.Addr().String()
 
-	req := registerReq("C", "b", 0, "127.0.0.1:1", "T")
+	req := unsignedRegisterReq("C", "b", 0, "127.0.0.1:1", "T")
 	req.ExtFields["bodyCrc32"] = "12345"
-	resp, err := c.Invoke(ctx, addr, req)
+	resp, err := c.Invoke(ctx, addr, sign(req))
 	require.NoError(t, err)
 	require.Equal(t, remoting.SystemError, resp.Code)
 	require.Equal(t, "crc32 not match", resp.Remark)
 
-	req = registerReq("C", "b", 0, "127.0.0.1:1", "T")
+	req = unsignedRegisterReq("C", "b", 0, "127.0.0.1:1", "T")
 	req.ExtFields["brokerId"] = "x"
-	resp, err = c.Invoke(ctx, addr, req)
+	resp, err = c.Invoke(ctx, addr, sign(req))
 	require.NoError(t, err)
 	require.Equal(t, remoting.SystemError, resp.Code)
 
-	req = registerReq("C", "b", 0, "127.0.0.1:1", "T")
+	req = unsignedRegisterReq("C", "b", 0, "127.0.0.1:1", "T")
 	req.Body = []byte("{not json")
 	req.ExtFields["bodyCrc32"] = "0"
-	resp, err = c.Invoke(ctx, addr, req)
+	resp, err = c.Invoke(ctx, addr, sign(req))
 	require.NoError(t, err)
 	require.Equal(t, remoting.SystemError, resp.Code)
 
@@ -166,6 +209,7 @@ func TestHTTPHealthStatusMetrics(t *testing.T) {
 		ln.Close()
 	}
 	cfg.ListenPort, cfg.HTTPPort, cfg.BindAddress = ports[0], ports[1], "127.0.0.1"
+	cfg.RegistrationSecret = testSecret
 	s, err := New(cfg, registry.NewMemory())
 	require.NoError(t, err)
 	require.NoError(t, s.Start())
@@ -176,6 +220,9 @@ func TestHTTPHealthStatusMetrics(t *testing.T) {
 	addr := s.Addr().String()
 	_, err = c.Invoke(ctx, addr, registerReq("C", "b", 0, "127.0.0.1:1", "T"))
 	require.NoError(t, err)
+	resp, err := c.Invoke(ctx, addr, unsignedRegisterReq("C", "b", 0, "127.0.0.1:1", "T"))
+	require.NoError(t, err)
+	require.Equal(t, remoting.NoPermission, resp.Code)
 	for _, topic := range []string{"T", "T", "missing"} {
 		_, err = c.Invoke(ctx, addr, remoting.NewRequest(remoting.GetRouteInfoByTopic, map[string]string{"topic": topic}, nil))
 		require.NoError(t, err)
@@ -196,6 +243,8 @@ func TestHTTPHealthStatusMetrics(t *testing.T) {
 		`rmqha_namesrv_route_lookups_total{result="found"} 2`,
 		`rmqha_namesrv_route_lookups_total{result="not_found"} 1`,
 		`rmqha_namesrv_registrations_total{result="ok"} 1`,
+		`rmqha_namesrv_registrations_total{result="refused"} 1`,
+		`rmqha_namesrv_registration_refusals_total{reason="unsigned",request="register"} 1`,
 		`rmqha_namesrv_brokers 1`,
 		`rmqha_namesrv_registry_stale 0`,
 		`rmqha_namesrv_route_lookup_seconds_count 3`,

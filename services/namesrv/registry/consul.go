@@ -6,10 +6,12 @@ import (
 	"errors"
 	"fmt"
 	"sort"
+	"strings"
 	"sync"
 	"time"
 
 	consul "github.com/hashicorp/consul/api"
+	"github.com/rmqha/rmqha/libs/broker/failover"
 	"github.com/rmqha/rmqha/libs/broker/route"
 	"github.com/rmqha/rmqha/libs/discovery"
 	"github.com/sirupsen/logrus"
@@ -34,8 +36,10 @@ type ConsulConfig struct {
 	// RetryInterval is how often registrations that Consul refused (it was
 	// unreachable) are tried again. Default 1s.
 	RetryInterval time.Duration
-	Logger        logrus.FieldLogger
-	Now           func() time.Time
+	// Limits bound registrations (zero: DefaultLimits).
+	Limits Limits
+	Logger logrus.FieldLogger
+	Now    func() time.Time
 }
 
 // DefaultConsulConfig returns defaults; Client must still be set.
@@ -51,6 +55,16 @@ func DefaultConsulConfig() ConsulConfig {
 // of name servers give the same answers. While Consul is unreachable reads
 // answer from the last known state, Status says it is stale, and
 // registrations are retried until Consul is back.
+//
+// Groups with automatic failover (libs/broker/failover) hold a lock at
+// rmqha/leader/<cluster>/<brokerName> whose value names the master's address.
+// While that lock is held it, not a declared epoch, decides who is master: a
+// master registration from another address is refused with ErrNotLeader
+// (after one consistent read of the lock, in case the watch is behind), a
+// registered master at another address is left out of routes and out of the
+// answers slaves get, and the holder's registration replaces it whatever its
+// epoch. Groups without a lock, or whose lock is free (an election under
+// way), follow the epoch rule.
 type Consul struct {
 	cfg ConsulConfig
 	log logrus.FieldLogger
@@ -65,9 +79,10 @@ type Consul struct {
 	topics      map[string]topicEntry // by KV key
 	haveBrokers bool                  // first answer arrived
 	haveTopics  bool
-	stale       error               // last Consul error, nil when fresh
-	byConn      map[uint64][]string // service IDs registered over each connection
-	written     map[string]string   // service ID -> registration fingerprint last written
+	leaders     map[string]failover.Leader // held failover locks by group (cluster/brokerName)
+	stale       error                      // last Consul error, nil when fresh
+	byConn      map[uint64][]string        // service IDs registered over each connection
+	written     map[string]string          // service ID -> registration fingerprint last written
 	topicsVer   map[string]route.DataVersion
 	pending     map[string]Registration // waiting for Consul
 	known       map[string]Registration // latest registration per service ID seen here
@@ -108,13 +123,18 @@ func NewConsul(ctx context.Context, cfg ConsulConfig) (*Consul, error) {
 		l.SetLevel(logrus.PanicLevel)
 		cfg.Logger = l
 	}
-	c := &Consul{cfg: cfg, log: cfg.Logger, view: NewMemory(), topics: map[string]topicEntry{},
+	cfg.Limits = cfg.Limits.orDefault()
+	if err := cfg.Limits.Validate(); err != nil {
+		return nil, err
+	}
+	c := &Consul{cfg: cfg, log: cfg.Logger, view: newView(), topics: map[string]topicEntry{}, leaders: map[string]failover.Leader{},
 		byConn: map[uint64][]string{}, written: map[string]string{}, topicsVer: map[string]route.DataVersion{},
 		pending: map[string]Registration{}, known: map[string]Registration{}, kick: make(chan struct{}, 1), stale: errors.New("no answer from Consul yet")}
 	c.ctx, c.cancel = context.WithCancel(context.Background())
-	c.wg.Add(3)
+	c.wg.Add(4)
 	go c.watchBrokers()
 	go c.watchTopics()
+	go c.watchLeaders()
 	go c.retryLoop()
 	for {
 		c.mu.RLock()
@@ -220,9 +240,10 @@ func (c *Consul) watchTopics() {
 }
 
 // rebuildLocked recomputes the cached view: masters first (one per group,
-// as discovery.Resolve chose), then slaves, then the topic tables.
+// as discovery.Resolve chose, and only a failover lock's holder where the
+// lock is held), then slaves, then the topic tables.
 func (c *Consul) rebuildLocked() {
-	v := NewMemory()
+	v := newView()
 	now := c.cfg.Now()
 	bs := append([]discovery.Broker(nil), c.brokers...)
 	// Registrations this instance could not write yet count as live.
@@ -232,7 +253,10 @@ func (c *Consul) rebuildLocked() {
 	bs = discovery.Resolve(bs)
 	sort.SliceStable(bs, func(i, j int) bool { return bs[i].IsMaster() && !bs[j].IsMaster() })
 	for _, b := range bs {
-		_, _ = v.Register(Registration{Cluster: b.Cluster, BrokerName: b.BrokerName, BrokerID: b.BrokerID, Addr: b.Addr, HAAddr: b.HAAddr, Epoch: b.Epoch}, now)
+		if l, held := c.leaders[groupKey(b.Cluster, b.BrokerName)]; b.IsMaster() && held && l.Addr != b.Addr {
+			continue
+		}
+		v.restore(Registration{Cluster: b.Cluster, BrokerName: b.BrokerName, BrokerID: b.BrokerID, Addr: b.Addr, HAAddr: b.HAAddr, Epoch: b.Epoch}, now)
 	}
 	for _, te := range c.topics {
 		if g := v.groups[te.brokerName]; g != nil && g.cluster == te.cluster {
@@ -245,6 +269,98 @@ func (c *Consul) rebuildLocked() {
 		}
 	}
 	c.view = v
+}
+
+func groupKey(cluster, brokerName string) string { return cluster + "/" + brokerName }
+
+// watchLeaders keeps the held failover locks (rmqha/leader/<cluster>/<brokerName>) cached.
+func (c *Consul) watchLeaders() {
+	defer c.wg.Done()
+	var index uint64
+	backoff := 100 * time.Millisecond
+	for c.ctx.Err() == nil {
+		q := (&consul.QueryOptions{WaitIndex: index, WaitTime: c.cfg.Wait}).WithContext(c.ctx)
+		pairs, meta, err := c.cfg.Client.KV().List(failover.KeyPrefix, q)
+		if c.ctx.Err() != nil {
+			return
+		}
+		if err != nil {
+			select {
+			case <-c.ctx.Done():
+				return
+			case <-time.After(backoff):
+			}
+			backoff = min(2*backoff, 5*time.Second)
+			continue
+		}
+		backoff = 100 * time.Millisecond
+		if meta.LastIndex < index {
+			index = 0
+		} else {
+			index = meta.LastIndex
+		}
+		leaders := map[string]failover.Leader{}
+		for _, p := range pairs {
+			if l, ok := heldLeader(p); ok {
+				leaders[strings.TrimPrefix(p.Key, failover.KeyPrefix)] = l
+			}
+		}
+		c.mu.Lock()
+		c.leaders = leaders
+		c.rebuildLocked()
+		c.mu.Unlock()
+	}
+}
+
+// heldLeader decodes a group's failover lock; ok only for a held lock key
+// (rmqha/leader/<cluster>/<brokerName>, not its state or candidates) naming an address.
+func heldLeader(p *consul.KVPair) (failover.Leader, bool) {
+	rest := strings.TrimPrefix(p.Key, failover.KeyPrefix)
+	if p.Session == "" || strings.Count(rest, "/") != 1 {
+		return failover.Leader{}, false
+	}
+	var l failover.Leader
+	if err := json.Unmarshal(p.Value, &l); err != nil || l.Addr == "" {
+		return failover.Leader{}, false
+	}
+	return l, true
+}
+
+// leaderFor returns the held failover lock of r's group. A master registration that the
+// cache would refuse or that would move the master (another holder cached, or no lock
+// cached and another master registered) is judged on a consistent read of the lock, so
+// that a registration right after an election does not depend on the watch's delay.
+func (c *Consul) leaderFor(r Registration) (failover.Leader, bool) {
+	gk := groupKey(r.Cluster, r.BrokerName)
+	c.mu.RLock()
+	l, held := c.leaders[gk]
+	otherMaster := false
+	if g := c.view.groups[r.BrokerName]; g != nil {
+		if m := g.members[route.MasterID]; m != nil && m.reg.Addr != r.Addr {
+			otherMaster = true
+		}
+	}
+	c.mu.RUnlock()
+	if r.BrokerID != route.MasterID || (held && l.Addr == r.Addr) || (!held && !otherMaster) {
+		return l, held
+	}
+	p, _, err := c.cfg.Client.KV().Get(failover.LeaderKey(r.Cluster, r.BrokerName), (&consul.QueryOptions{RequireConsistent: true}).WithContext(c.ctx))
+	if err != nil {
+		return l, held // Consul unreachable: the cached holder stands
+	}
+	l, held = failover.Leader{}, false
+	if p != nil {
+		l, held = heldLeader(p)
+	}
+	c.mu.Lock()
+	if held {
+		c.leaders[gk] = l
+	} else {
+		delete(c.leaders, gk)
+	}
+	c.rebuildLocked()
+	c.mu.Unlock()
+	return l, held
 }
 
 func fingerprint(r Registration) string {
@@ -260,18 +376,38 @@ func (c *Consul) conflict(s string) {
 
 // Register implements Registry.
 func (c *Consul) Register(r Registration, now time.Time) (RegisterResult, error) {
+	r, err := prepare(r, c.cfg.Limits)
+	if err != nil {
+		return RegisterResult{}, err
+	}
+	leader, held := c.leaderFor(r)
+	if held && r.BrokerID == route.MasterID && r.Addr != leader.Addr {
+		c.mu.Lock()
+		c.conflict(fmt.Sprintf("%s: master %s/%s at %s refused: the failover lock is held by node %d at %s",
+			now.Format(time.RFC3339), r.Cluster, r.BrokerName, r.Addr, leader.Node, leader.Addr))
+		c.mu.Unlock()
+		return RegisterResult{}, fmt.Errorf("%w: the failover lock of %s is held by node %d at %s", ErrNotLeader, r.BrokerName, leader.Node, leader.Addr)
+	}
 	// Conflict rules are the in-memory registry's, checked against the
-	// cached view of the whole group (all name servers' registrations).
+	// cached view of the whole group (all name servers' registrations), with
+	// the connections this name server saw them on.
 	c.mu.Lock()
-	probe := NewMemory()
+	probe := NewMemoryWithLimits(c.cfg.Limits)
 	for name, g := range c.view.groups {
 		pg := &group{cluster: g.cluster, topics: g.topics, members: map[int64]*liveBroker{}}
 		for id, b := range g.members {
-			pg.members[id] = &liveBroker{reg: b.reg, last: now}
+			pr := b.reg
+			if k, ok := c.known[discovery.ServiceID(g.cluster, name, id)]; ok && k.Addr == pr.Addr {
+				pr.ConnID = k.ConnID
+			}
+			if held && id == route.MasterID && name == r.BrokerName && pr.Addr != leader.Addr {
+				continue // not the lock holder: not the master, whatever it declared
+			}
+			pg.members[id] = &liveBroker{reg: pr, last: now}
 		}
 		probe.groups[name] = pg
 	}
-	res, err := probe.Register(r, now)
+	res, err := probe.registerLocked(r, now)
 	if err != nil {
 		if len(probe.conflicts) > 0 {
 			c.conflict(probe.conflicts[0])
@@ -290,7 +426,19 @@ func (c *Consul) Register(r Registration, now time.Time) (RegisterResult, error)
 			c.byConn[r.ConnID] = append(c.byConn[r.ConnID], id)
 		}
 	}
+	// An id at the same address that the rules let go (role switch) goes from Consul too.
+	var replaced []string
+	if g := c.view.groups[r.BrokerName]; g != nil {
+		for oid, b := range g.members {
+			if oid != r.BrokerID && b.reg.Addr == r.Addr {
+				replaced = append(replaced, discovery.ServiceID(r.Cluster, r.BrokerName, oid))
+			}
+		}
+	}
 	c.mu.Unlock()
+	if len(replaced) > 0 {
+		c.deregister(replaced)
+	}
 
 	if err := c.write(r); err != nil {
 		c.mu.Lock()
@@ -408,9 +556,27 @@ func removeID(bs []discovery.Broker, id string) []discovery.Broker {
 	return out
 }
 
-// Unregister implements Registry.
-func (c *Consul) Unregister(cluster, brokerName string, brokerID int64, _ string) error {
-	c.deregister([]string{discovery.ServiceID(cluster, brokerName, brokerID)})
+// Unregister implements Registry: only the connection this name server saw the
+// registration on may remove it.
+func (c *Consul) Unregister(cluster, brokerName string, brokerID int64, addr string, connID uint64) error {
+	id := discovery.ServiceID(cluster, brokerName, brokerID)
+	c.mu.RLock()
+	k, ok := c.known[id]
+	var inView bool
+	if g := c.view.groups[brokerName]; g != nil && g.cluster == cluster {
+		b := g.members[brokerID]
+		inView = b != nil && (addr == "" || b.reg.Addr == addr)
+	}
+	c.mu.RUnlock()
+	switch {
+	case ok && addr != "" && k.Addr != addr:
+		return nil
+	case ok && k.ConnID != connID, !ok && inView:
+		return fmt.Errorf("%w: brokerId %d of %s was registered over another connection", ErrNotOwner, brokerID, quote(brokerName))
+	case !ok:
+		return nil
+	}
+	c.deregister([]string{id})
 	return nil
 }
 
@@ -419,15 +585,17 @@ func (c *Consul) Unregister(cluster, brokerName string, brokerID int64, _ string
 // this name server is shutting down (then the connection closed because of us).
 func (c *Consul) DropConn(connID uint64) []string {
 	c.mu.Lock()
-	ids := c.byConn[connID]
-	delete(c.byConn, connID)
+	var ids []string
 	closing := c.closing
 	var addrs []string
-	for _, id := range ids {
-		if r, ok := c.known[id]; ok {
+	for _, id := range c.byConn[connID] {
+		// A broker that re-registered over another connection took its entry along.
+		if r, ok := c.known[id]; ok && r.ConnID == connID {
+			ids = append(ids, id)
 			addrs = append(addrs, r.Addr)
 		}
 	}
+	delete(c.byConn, connID)
 	c.mu.Unlock()
 	if closing || len(ids) == 0 {
 		return nil

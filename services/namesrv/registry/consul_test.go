@@ -2,10 +2,14 @@ package registry_test
 
 import (
 	"context"
+	"encoding/json"
+	"net"
+	"strconv"
 	"testing"
 	"time"
 
 	consul "github.com/hashicorp/consul/api"
+	"github.com/rmqha/rmqha/libs/broker/failover"
 	"github.com/rmqha/rmqha/libs/broker/route"
 	"github.com/rmqha/rmqha/libs/discovery"
 	"github.com/rmqha/rmqha/services/namesrv/registry"
@@ -58,9 +62,9 @@ func settle(t *testing.T, cond func() bool) {
 func TestConsulConformance(t *testing.T) {
 	c := harness.StartConsulT(t)
 	cl := consulClient(t, c)
-	registrytest.Run(t, func(t *testing.T) registry.Registry {
+	registrytest.Run(t, func(t *testing.T, l registry.Limits) registry.Registry {
 		wipe(t, cl)
-		return newConsulRegistry(t, cl, nil)
+		return newConsulRegistry(t, cl, func(cfg *registry.ConsulConfig) { cfg.Limits = l })
 	}, registrytest.Options{Settle: settle, ExternalExpiry: true})
 }
 
@@ -69,7 +73,14 @@ func reg(name string, id int64, addr string, epoch int64, conn uint64, topics ..
 	for _, tp := range topics {
 		w.TopicConfigTable[tp] = route.NewTopicConfig(tp)
 	}
-	return registry.Registration{Cluster: "C", BrokerName: name, BrokerID: id, Addr: addr, HAAddr: addr + "-ha", Epoch: epoch, ConnID: conn, Topics: w}
+	return registry.Registration{Cluster: "C", BrokerName: name, BrokerID: id, Addr: addr, HAAddr: haOf(addr), Epoch: epoch, ConnID: conn, Topics: w, Authenticated: true}
+}
+
+// haOf is the HA address the test brokers use: port+1.
+func haOf(addr string) string {
+	host, port, _ := net.SplitHostPort(addr)
+	p, _ := strconv.Atoi(port)
+	return net.JoinHostPort(host, strconv.Itoa(p+1))
 }
 
 // Two name servers over one Consul give identical routes, and a restarted
@@ -79,13 +90,13 @@ func TestConsulTwoNameServersAgree(t *testing.T) {
 	cl := consulClient(t, c)
 	a := newConsulRegistry(t, cl, nil)
 	b := newConsulRegistry(t, cl, nil)
-	_, err := a.Register(reg("b1", 0, "m:1", 1, 1, "T"), time.Now())
+	_, err := a.Register(reg("b1", 0, "10.0.0.1:100", 1, 1, "T"), time.Now())
 	require.NoError(t, err)
 	// b learns of the master through its watch (eventually consistent).
 	settle(t, func() bool { _, ok := b.Route("T"); return ok })
-	res, err := b.Register(reg("b1", 1, "s:1", 0, 1), time.Now())
+	res, err := b.Register(reg("b1", 1, "10.0.1.1:100", 0, 1), time.Now())
 	require.NoError(t, err)
-	require.Equal(t, "m:1-ha", res.MasterHAAddr)
+	require.Equal(t, "10.0.0.1:101", res.MasterHAAddr)
 	settle(t, func() bool {
 		ra, okA := a.Route("T")
 		rb, okB := b.Route("T")
@@ -106,7 +117,7 @@ func TestConsulTTLExpiry(t *testing.T) {
 	c := harness.StartConsulT(t)
 	cl := consulClient(t, c)
 	r := newConsulRegistry(t, cl, func(cfg *registry.ConsulConfig) { cfg.TTL = time.Second })
-	_, err := r.Register(reg("b1", 0, "m:1", 0, 0, "T"), time.Now())
+	_, err := r.Register(reg("b1", 0, "10.0.0.1:100", 0, 0, "T"), time.Now())
 	require.NoError(t, err)
 	_, ok := r.Route("T")
 	require.True(t, ok)
@@ -121,14 +132,14 @@ func TestConsulOutageStaleThenConverges(t *testing.T) {
 	c := harness.StartConsulT(t)
 	cl := consulClient(t, c)
 	r := newConsulRegistry(t, cl, func(cfg *registry.ConsulConfig) { cfg.RetryInterval = 100 * time.Millisecond })
-	_, err := r.Register(reg("b1", 0, "m:1", 0, 0, "T"), time.Now())
+	_, err := r.Register(reg("b1", 0, "10.0.0.1:100", 0, 0, "T"), time.Now())
 	require.NoError(t, err)
 
 	c.Kill()
 	settle(t, func() bool { return r.Status().Stale })
 	_, ok := r.Route("T")
 	require.True(t, ok, "last known route still served while Consul is down")
-	_, err = r.Register(reg("b2", 0, "n:1", 0, 0, "U"), time.Now())
+	_, err = r.Register(reg("b2", 0, "10.0.0.3:100", 0, 0, "U"), time.Now())
 	require.NoError(t, err, "registration accepted and queued")
 	_, ok = r.Route("U")
 	require.True(t, ok, "queued registration visible locally")
@@ -141,4 +152,88 @@ func TestConsulOutageStaleThenConverges(t *testing.T) {
 	})
 	_, ok = r.Route("U")
 	require.True(t, ok)
+}
+
+// lockGroup takes C/name's failover lock for a broker at addr, as libs/broker/failover does;
+// the returned function releases it.
+func lockGroup(t *testing.T, cl *consul.Client, name string, node int64, addr string) func() {
+	t.Helper()
+	sess, _, err := cl.Session().Create(&consul.SessionEntry{TTL: "30s", Behavior: consul.SessionBehaviorRelease, LockDelay: time.Millisecond}, nil)
+	require.NoError(t, err)
+	val, err := json.Marshal(failover.Leader{Node: node, Addr: addr, Epoch: 1})
+	require.NoError(t, err)
+	ok, _, err := cl.KV().Acquire(&consul.KVPair{Key: failover.LeaderKey("C", name), Value: val, Session: sess}, nil)
+	require.NoError(t, err)
+	require.True(t, ok)
+	// The group's other keys under the lock must not read as locks.
+	_, err = cl.KV().Put(&consul.KVPair{Key: failover.StateKey("C", name), Value: []byte(`{"epoch":9,"master":9}`)}, nil)
+	require.NoError(t, err)
+	return func() {
+		_, err := cl.Session().Destroy(sess, nil)
+		require.NoError(t, err)
+	}
+}
+
+func masterOf(r registry.Registry, topic string) string {
+	rd, ok := r.Route(topic)
+	if !ok {
+		return ""
+	}
+	return rd.BrokerDatas[0].MasterAddr()
+}
+
+// With automatic failover the group's Consul lock, not a declared epoch, names the master:
+// another address is refused whatever epoch it declares, a registered master that is not
+// the holder leaves the routes and the slaves' answers, and the holder's registration is
+// accepted at once (a consistent read, not the watch) whatever its epoch.
+func TestConsulFailoverLockDecidesMaster(t *testing.T) {
+	c := harness.StartConsulT(t)
+	cl := consulClient(t, c)
+	r := newConsulRegistry(t, cl, nil)
+	now := time.Now()
+	// Before any lock: the epoch rule.
+	_, err := r.Register(reg("b1", 0, "10.0.0.1:100", 5, 1, "T"), now)
+	require.NoError(t, err)
+	_, err = r.Register(reg("b1", 1, "10.0.1.1:100", 0, 2), now)
+	require.NoError(t, err)
+	require.Equal(t, "10.0.0.1:100", masterOf(r, "T"))
+
+	// The slave at 10.0.0.2 took the lock (failover): its registration, epoch 1 below the
+	// registered master's 5, is accepted at once and replaces it.
+	release := lockGroup(t, cl, "b1", 2, "10.0.0.2:100")
+	_, err = r.Register(reg("b1", 0, "10.0.0.2:100", 1, 3, "T"), now)
+	require.NoError(t, err)
+	settle(t, func() bool { return masterOf(r, "T") == "10.0.0.2:100" })
+
+	// The old master (fenced, still registering) and anyone else claiming the role with any
+	// epoch are refused.
+	for _, addr := range []string{"10.0.0.1:100", "10.0.9.9:100"} {
+		_, err = r.Register(reg("b1", 0, addr, 1<<40, 9, "T"), now)
+		require.ErrorIs(t, err, registry.ErrNotLeader)
+	}
+	require.Equal(t, "10.0.0.2:100", masterOf(r, "T"))
+	res, err := r.Register(reg("b1", 1, "10.0.1.1:100", 0, 2), now)
+	require.NoError(t, err)
+	require.Equal(t, "10.0.0.2:100", res.MasterAddr)
+	require.Equal(t, "10.0.0.2:101", res.MasterHAAddr)
+
+	// The lock is free (election under way): the epoch rule again.
+	release()
+	settle(t, func() bool {
+		_, err := r.Register(reg("b1", 0, "10.0.0.4:100", 2, 4, "T"), now)
+		return err == nil
+	})
+	require.Equal(t, "10.0.0.4:100", masterOf(r, "T"))
+
+	// A master registered while the lock names another broker is left out of the routes
+	// and of the answers slaves get.
+	_, err = r.Register(reg("b2", 0, "10.0.2.1:100", 7, 5, "U"), now)
+	require.NoError(t, err)
+	_, err = r.Register(reg("b2", 1, "10.0.2.2:100", 0, 6), now)
+	require.NoError(t, err)
+	lockGroup(t, cl, "b2", 1, "10.0.2.2:200")
+	settle(t, func() bool { return masterOf(r, "U") == "" })
+	res, err = r.Register(reg("b2", 1, "10.0.2.2:100", 0, 6), now)
+	require.NoError(t, err)
+	require.Empty(t, res.MasterAddr, "slave pointed at a master that does not hold the lock")
 }

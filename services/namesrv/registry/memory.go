@@ -26,12 +26,18 @@ type group struct {
 // is not used and the local cache of the Consul-backed registry.
 type Memory struct {
 	mu        sync.RWMutex
+	lim       Limits
 	groups    map[string]*group // by broker name
 	conflicts []string
 }
 
-// NewMemory returns an empty registry.
-func NewMemory() *Memory { return &Memory{groups: map[string]*group{}} }
+// NewMemory returns an empty registry with DefaultLimits.
+func NewMemory() *Memory { return NewMemoryWithLimits(DefaultLimits()) }
+
+// NewMemoryWithLimits returns an empty registry with l (a zero Limits means the defaults).
+func NewMemoryWithLimits(l Limits) *Memory {
+	return &Memory{lim: l.orDefault(), groups: map[string]*group{}}
+}
 
 const maxConflicts = 32
 
@@ -44,20 +50,37 @@ func (m *Memory) conflict(s string) {
 
 // Register implements Registry.
 func (m *Memory) Register(r Registration, now time.Time) (RegisterResult, error) {
-	if r.Cluster == "" || r.BrokerName == "" || r.Addr == "" || r.BrokerID < 0 {
-		return RegisterResult{}, fmt.Errorf("%w: cluster, brokerName, brokerAddr and a brokerId >= 0 are required", ErrInvalid)
+	r, err := prepare(r, m.lim)
+	if err != nil {
+		return RegisterResult{}, err
 	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
+	return m.registerLocked(r, now)
+}
+
+// owns reports whether r may change b: b was registered over r's connection, or over no
+// connection this registry knows of (the Consul view's entries from other name servers).
+func owns(b *liveBroker, connID uint64) bool {
+	return b.reg.ConnID == 0 || b.reg.ConnID == connID
+}
+
+// registerLocked applies the registry's rules to a prepared registration and stores it
+// (caller holds m.mu).
+func (m *Memory) registerLocked(r Registration, now time.Time) (RegisterResult, error) {
 	g := m.groups[r.BrokerName]
 	if g != nil && g.cluster != r.Cluster {
-		m.conflict(fmt.Sprintf("%s: broker %s of cluster %s refused: the name belongs to cluster %s", now.Format(time.RFC3339), r.BrokerName, r.Cluster, g.cluster))
+		m.conflict(fmt.Sprintf("%s: broker %s of cluster %s refused: the name belongs to cluster %s", now.Format(time.RFC3339), r.BrokerName, quote(r.Cluster), g.cluster))
 		return RegisterResult{}, fmt.Errorf("%w: %q is in cluster %q", ErrClusterConflict, r.BrokerName, g.cluster)
+	}
+	if err := m.checkCountsLocked(r, m.lim); err != nil {
+		return RegisterResult{}, err
 	}
 	if g == nil {
 		g = &group{cluster: r.Cluster, members: map[int64]*liveBroker{}}
 		m.groups[r.BrokerName] = g
 	}
+	var moved string
 	if r.BrokerID == route.MasterID {
 		if cur := g.members[route.MasterID]; cur != nil && cur.reg.Addr != r.Addr {
 			if r.Epoch <= cur.reg.Epoch {
@@ -65,12 +88,19 @@ func (m *Memory) Register(r Registration, now time.Time) (RegisterResult, error)
 					now.Format(time.RFC3339), r.Cluster, r.BrokerName, r.Addr, r.Epoch, cur.reg.Addr, cur.reg.Epoch))
 				return RegisterResult{}, fmt.Errorf("%w: %s holds epoch %d (yours %d)", ErrMasterConflict, cur.reg.Addr, cur.reg.Epoch, r.Epoch)
 			}
-			m.conflict(fmt.Sprintf("%s: master %s/%s moved from %s (epoch %d) to %s (epoch %d)",
-				now.Format(time.RFC3339), r.Cluster, r.BrokerName, cur.reg.Addr, cur.reg.Epoch, r.Addr, r.Epoch))
+			moved = fmt.Sprintf("%s: master %s/%s moved from %s (epoch %d) to %s (epoch %d)",
+				now.Format(time.RFC3339), r.Cluster, r.BrokerName, cur.reg.Addr, cur.reg.Epoch, r.Addr, r.Epoch)
 		}
 	}
+	if err := m.checkOwnerLocked(g, r); err != nil {
+		return RegisterResult{}, err
+	}
+	if moved != "" {
+		m.conflict(moved)
+	}
 	// One address holds one id: a broker that switched role re-registers
-	// under its new id (RocketMQ does the same).
+	// under its new id (RocketMQ does the same). checkOwnerLocked made sure
+	// the entries removed here are the registering connection's own.
 	for id, b := range g.members {
 		if id != r.BrokerID && b.reg.Addr == r.Addr {
 			delete(g.members, id)
@@ -92,6 +122,35 @@ func (m *Memory) Register(r Registration, now time.Time) (RegisterResult, error)
 	return res, nil
 }
 
+// checkOwnerLocked applies the connection rules of a registration to an existing group:
+//
+//   - an entry registered over another live connection is changed only by an
+//     authenticated registration (a broker that reconnected takes its entry over); an
+//     unauthenticated one is refused;
+//   - an entry under another id at the registration's address is removed (role switch) only
+//     when the registering connection owns it;
+//   - a master registration with no topics empties the group's topic table only when it
+//     comes over the connection that registered the group's current master.
+func (m *Memory) checkOwnerLocked(g *group, r Registration) error {
+	if cur := g.members[r.BrokerID]; cur != nil && !owns(cur, r.ConnID) && !r.Authenticated {
+		return fmt.Errorf("%w: brokerId %d of %s is registered over another connection (unauthenticated registrations may not take it over)",
+			ErrNotOwner, r.BrokerID, quote(r.BrokerName))
+	}
+	for id, b := range g.members {
+		if id != r.BrokerID && b.reg.Addr == r.Addr && !owns(b, r.ConnID) {
+			return fmt.Errorf("%w: address %s is brokerId %d of %s, registered over another connection",
+				ErrNotOwner, r.Addr, id, quote(r.BrokerName))
+		}
+	}
+	if r.BrokerID == route.MasterID && len(r.Topics.TopicConfigTable) == 0 && len(g.topics) > 0 {
+		if cur := g.members[route.MasterID]; cur == nil || !owns(cur, r.ConnID) {
+			return fmt.Errorf("%w: an empty topic table replaces the %d topics of %s only over the connection that registered its master",
+				ErrNotOwner, len(g.topics), quote(r.BrokerName))
+		}
+	}
+	return nil
+}
+
 // removeIf deletes matching members; caller holds the lock.
 func (m *Memory) removeIf(match func(name string, id int64, b *liveBroker) bool) []string {
 	var gone []string
@@ -111,12 +170,21 @@ func (m *Memory) removeIf(match func(name string, id int64, b *liveBroker) bool)
 }
 
 // Unregister implements Registry.
-func (m *Memory) Unregister(cluster, brokerName string, brokerID int64, addr string) error {
+func (m *Memory) Unregister(cluster, brokerName string, brokerID int64, addr string, connID uint64) error {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	m.removeIf(func(name string, id int64, b *liveBroker) bool {
-		return name == brokerName && id == brokerID && b.reg.Cluster == cluster && (addr == "" || b.reg.Addr == addr)
-	})
+	g := m.groups[brokerName]
+	if g == nil || g.cluster != cluster {
+		return nil
+	}
+	b := g.members[brokerID]
+	if b == nil || (addr != "" && b.reg.Addr != addr) {
+		return nil
+	}
+	if b.reg.ConnID != connID {
+		return fmt.Errorf("%w: brokerId %d of %s was registered over another connection", ErrNotOwner, brokerID, quote(brokerName))
+	}
+	m.removeIf(func(name string, id int64, _ *liveBroker) bool { return name == brokerName && id == brokerID })
 	return nil
 }
 
@@ -225,6 +293,22 @@ func (m *Memory) Status() Status {
 
 // Close implements Registry.
 func (m *Memory) Close() error { return nil }
+
+// newView returns an unbounded registry for a view rebuilt from state that name servers
+// already checked (the Consul cache).
+func newView() *Memory {
+	const n = int(^uint(0) >> 1)
+	return &Memory{groups: map[string]*group{}, lim: Limits{MaxClusterNameLength: n, MaxBrokerNameLength: n,
+		MaxTopicsPerRegistration: n, MaxBodySize: n, MaxBrokersPerCluster: n, MaxBrokerGroupsPerCluster: n, MaxClusters: n}}
+}
+
+// restore stores r as it is, without prepare (its epoch was judged when it was written);
+// the conflict rules still keep one master per group and one id per address.
+func (m *Memory) restore(r Registration, now time.Time) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	_, _ = m.registerLocked(r, now)
+}
 
 // SetTopics replaces a group's topic table without a master registration; the
 // Consul-backed registry uses it to rebuild its cache from KV, where the

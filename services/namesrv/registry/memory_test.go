@@ -8,5 +8,5 @@ import (
 )
 
 func TestMemoryConformance(t *testing.T) {
-	registrytest.Run(t, func(t *testing.T) registry.Registry { return registry.NewMemory() }, registrytest.Options{})
+	registrytest.Run(t, func(t *testing.T, l registry.Limits) registry.Registry { return registry.NewMemoryWithLimits(l) }, registrytest.Options{})
 }

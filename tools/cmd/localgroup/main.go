@@ -12,6 +12,7 @@ package main
 
 import (
 	"encoding/json"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -91,10 +92,15 @@ func run(binDir, dataDir string, namesrvPort, masterPort, slavePort, httpBase in
 	fmt.Printf("nats      %s\n", natsURL)
 
 	env := []string{"CONSUL_HTTP_ADDR=" + consul.HTTPAddr(), "NATS_URL=" + natsURL}
+	regSecret, err := installSecret(filepath.Join(dataDir, "registration.secret"))
+	if err != nil {
+		return fail(err)
+	}
+	fmt.Printf("secret    %s (registrationSecretFile of the name server and the brokers)\n", regSecret)
 	nsAddr := harness.Addr(namesrvPort)
 	type service struct{ name, conf, ready, show string }
 	services := []service{
-		{"namesrv", fmt.Sprintf("listenPort=%d\nhttpPort=%d\n", namesrvPort, httpBase), nsAddr, "namesrv   " + nsAddr},
+		{"namesrv", fmt.Sprintf("listenPort=%d\nhttpPort=%d\nregistrationSecretFile=%s\n", namesrvPort, httpBase, regSecret), nsAddr, "namesrv   " + nsAddr},
 		{"master", brokerConf(dataDir, "master", 0, "SYNC_MASTER", masterPort, nsAddr, httpBase+1, ""),
 			harness.Addr(masterPort), fmt.Sprintf("master    %s (HA %s, SYNC_MASTER)", harness.Addr(masterPort), harness.Addr(masterPort+1))},
 		{"slave", brokerConf(dataDir, "slave", 1, "SLAVE", slavePort, nsAddr, httpBase+2, harness.Addr(masterPort+1)) +
@@ -110,6 +116,9 @@ func run(binDir, dataDir string, namesrvPort, masterPort, slavePort, httpBase in
 			harness.Addr(masterPort), fmt.Sprintf("node1     %s (HA %s, automatic failover)", harness.Addr(masterPort), harness.Addr(masterPort+1))}
 		services[2] = service{"node2", brokerConf(dataDir, "node2", 2, "SLAVE", slavePort, nsAddr, httpBase+2, "") + msync,
 			harness.Addr(slavePort), fmt.Sprintf("node2     %s (HA %s, automatic failover)", harness.Addr(slavePort), harness.Addr(slavePort+1))}
+	}
+	for i := 1; i <= 2; i++ { // the brokers sign their registrations with the same secret
+		services[i].conf += fmt.Sprintf("registrationSecretFile=%s\n", regSecret)
 	}
 	for _, s := range services {
 		binName := s.name
@@ -173,6 +182,21 @@ func brokerConf(dataDir, name string, id int, role string, port int, namesrv str
 		fmt.Fprintf(&b, "haMasterAddress=%s\n", haMaster)
 	}
 	return b.String()
+}
+
+// installSecret returns path, first writing a new random secret there (mode 0600) when the
+// file does not exist: one secret per install, kept across runs, never a constant of the
+// repository.
+func installSecret(path string) (string, error) {
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
+	if errors.Is(err, os.ErrExist) {
+		return path, nil
+	}
+	if err != nil {
+		return "", err
+	}
+	_, err = fmt.Fprintln(f, harness.NewSecret())
+	return path, errors.Join(err, f.Close())
 }
 
 // waitElected waits until one of the failover nodes (status ports a and b) serves as master and
