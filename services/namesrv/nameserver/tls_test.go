@@ -28,6 +28,7 @@ func freePort(t *testing.T) int {
 // TLS counters on its HTTPS status port.
 func TestNameServerEnforcingTLSAndBounds(t *testing.T) {
 	cfg := DefaultConfig()
+	cfg.RegistrationSecret = testSecret
 	cfg.BindAddress, cfg.ListenPort, cfg.HTTPPort = "127.0.0.1", freePort(t), freePort(t)
 	cfg.TLSServerMode = tlsconf.ModeEnforcing
 	cfg.HTTPTLSEnable = true
@@ -78,10 +79,12 @@ func TestNameServerEnforcingTLSAndBounds(t *testing.T) {
 
 func TestNameServerTLSConfigRefused(t *testing.T) {
 	cfg := DefaultConfig()
+	cfg.RegistrationSecret = testSecret
 	cfg.TLSServerMode, cfg.TLSTestModeEnable = tlsconf.ModePermissive, false
 	_, err := New(cfg, registry.NewMemory())
 	require.ErrorContains(t, err, "tls.server.certPath")
 	cfg = DefaultConfig()
+	cfg.RegistrationSecret = testSecret
 	cfg.ServerMaxBytesInFlight = 1024
 	require.ErrorContains(t, cfg.Validate(), "serverMaxBytesInFlight")
 }
