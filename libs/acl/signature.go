@@ -3,8 +3,11 @@ package acl
 import (
 	"crypto/hmac"
 	"crypto/sha1"
+	"crypto/subtle"
 	"encoding/base64"
+	"hash"
 	"slices"
+	"sync"
 
 	"github.com/rmqha/rmqha/libs/remoting"
 )
@@ -21,9 +24,17 @@ const (
 // maxSortedKeys keeps the key sort on the stack for every header RocketMQ clients send.
 const maxSortedKeys = 32
 
+// signatureLen is the length of a base64 HMAC-SHA1 (20 bytes).
+const signatureLen = 28
+
 // AppendContent appends the signed content of a request (see the package doc) to dst. With
 // withToken false a SecurityToken field is left out, as rocketmq-client-go signs.
 func AppendContent(dst []byte, ext map[string]string, body []byte, withToken bool) []byte {
+	return append(appendExtContent(dst, ext, withToken), body...)
+}
+
+// appendExtContent appends the ext-field part of the signed content (values in key order).
+func appendExtContent(dst []byte, ext map[string]string, withToken bool) []byte {
 	var buf [maxSortedKeys]string
 	keys := buf[:0]
 	for k := range ext {
@@ -38,7 +49,7 @@ func AppendContent(dst []byte, ext map[string]string, body []byte, withToken boo
 	for _, k := range keys {
 		dst = append(dst, ext[k]...)
 	}
-	return append(dst, body...)
+	return dst
 }
 
 // Sign returns base64(HMAC-SHA1(secretKey, content)).
@@ -64,22 +75,76 @@ func Signer(accessKey, secretKey string) func(*remoting.Command) {
 	return func(cmd *remoting.Command) { SignCommand(cmd, accessKey, secretKey) }
 }
 
+// CredentialsSigner is Signer for c, or nil when c is empty (requests go unsigned).
+func CredentialsSigner(c Credentials) func(*remoting.Command) {
+	if c.Empty() {
+		return nil
+	}
+	return Signer(c.AccessKey, c.SecretKey)
+}
+
 // VerifySignature reports whether cmd's Signature is the signature of its content under
 // secretKey, in either content form (with or without SecurityToken). The comparison is in
 // constant time.
 func VerifySignature(cmd *remoting.Command, secretKey string) bool {
-	got, err := base64.StdEncoding.DecodeString(cmd.ExtFields[ExtSignature])
-	if err != nil || len(got) != sha1.Size {
+	v := newVerifier(secretKey)
+	return v.verify(cmd)
+}
+
+// verifier checks signatures under one secret key. It keeps its HMAC state and scratch
+// buffers, so a verification allocates nothing; pooled per account (Account.verify).
+type verifier struct {
+	mac     hash.Hash
+	content []byte
+	sum     [sha1.Size]byte
+	enc     [signatureLen]byte
+	got     [signatureLen]byte
+}
+
+func newVerifier(secretKey string) *verifier {
+	return &verifier{mac: hmac.New(sha1.New, []byte(secretKey)), content: make([]byte, 0, 512)}
+}
+
+func (v *verifier) verify(cmd *remoting.Command) bool {
+	sig := cmd.ExtFields[ExtSignature]
+	if len(sig) != signatureLen {
 		return false
 	}
-	check := func(withToken bool) bool {
-		mac := hmac.New(sha1.New, []byte(secretKey))
-		mac.Write(AppendContent(nil, cmd.ExtFields, cmd.Body, withToken))
-		return hmac.Equal(mac.Sum(nil), got)
-	}
-	if check(true) {
+	got := append(v.got[:0], sig...)
+	if v.check(cmd, true, got) {
 		return true
 	}
 	_, hasToken := cmd.ExtFields[ExtSecurityToken]
-	return hasToken && check(false)
+	return hasToken && v.check(cmd, false, got)
+}
+
+func (v *verifier) check(cmd *remoting.Command, withToken bool, got []byte) bool {
+	v.content = appendExtContent(v.content[:0], cmd.ExtFields, withToken)
+	if cap(v.content) > 64<<10 {
+		defer func() { v.content = make([]byte, 0, 512) }() // do not pool a huge header's buffer
+	}
+	v.mac.Reset()
+	v.mac.Write(v.content)
+	v.mac.Write(cmd.Body)
+	sum := v.mac.Sum(v.sum[:0])
+	base64.StdEncoding.Encode(v.enc[:], sum)
+	return subtle.ConstantTimeCompare(v.enc[:], got) == 1
+}
+
+// verifierPool is a pool of verifiers under one secret key.
+type verifierPool struct {
+	pool sync.Pool
+}
+
+func newVerifierPool(secretKey string) *verifierPool {
+	p := &verifierPool{}
+	p.pool.New = func() any { return newVerifier(secretKey) }
+	return p
+}
+
+func (p *verifierPool) verify(cmd *remoting.Command) bool {
+	v := p.pool.Get().(*verifier)
+	ok := v.verify(cmd)
+	p.pool.Put(v)
+	return ok
 }
