@@ -11,6 +11,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/rmqha/rmqha/libs/acl"
 	"github.com/rmqha/rmqha/libs/broker/meta"
 	"github.com/rmqha/rmqha/libs/broker/schedule"
 	"github.com/rmqha/rmqha/libs/commitlog"
@@ -30,6 +31,7 @@ type Broker struct {
 	tables  *meta.Tables
 	srv     *remoting.Server
 	nsCli   *remoting.Client
+	acl     *acl.Guard // nil unless aclEnable
 	clients *clientRegistry
 	holds   *holdService
 	pipe    *sendPipeline
@@ -196,6 +198,9 @@ func (b *Broker) Start() error {
 
 func (b *Broker) start() error {
 	cfg := b.cfg
+	if err := b.startACL(); err != nil {
+		return err
+	}
 	ln, err := net.Listen("tcp", net.JoinHostPort(cfg.BindAddress, strconv.Itoa(cfg.ListenPort)))
 	if err != nil {
 		return fmt.Errorf("broker: listen on listenPort: %w", err)
@@ -303,6 +308,9 @@ func (b *Broker) start() error {
 
 	rc := remoting.DefaultServerConfig()
 	rc.Logger = b.log.WithField("component", "remoting")
+	if b.acl != nil {
+		rc.Guard = b.acl
+	}
 	b.srv, err = remoting.NewServer(rc)
 	if err != nil {
 		return err
@@ -313,6 +321,7 @@ func (b *Broker) start() error {
 	nc := remoting.DefaultClientConfig()
 	nc.RequestTimeout = 6 * time.Second
 	nc.Logger = b.log.WithField("component", "namesrv-client")
+	nc.Signer = b.signer()
 	b.nsCli = remoting.NewClient(nc)
 
 	if cfg.HTTPPort != 0 {
@@ -414,6 +423,9 @@ func (b *Broker) teardown(ctx context.Context) error {
 	}
 	if b.nsCli != nil {
 		b.nsCli.Close()
+	}
+	if b.acl != nil {
+		b.acl.Close()
 	}
 	if b.tables != nil {
 		errs = append(errs, b.tables.PersistOffsets())

@@ -151,6 +151,22 @@ type Config struct {
 	// messages may be lost; logged). Default false.
 	UncleanFailover bool `prop:"uncleanFailover"`
 
+	// --- Access control (libs/acl), RocketMQ 4.x plain ACL. ---
+
+	// AclEnable checks every remoting request against aclPlainFile: signed by a known account
+	// and permitted (PUB to send, SUB to consume, admin accounts for the admin codes), or
+	// answered NO_PERMISSION. Default false, as in RocketMQ.
+	AclEnable bool `prop:"aclEnable"`
+	// AclPlainFile is the plain_acl.yml (RocketMQ's system property rocketmq.acl.plain.file):
+	// relative paths are under ROCKETMQ_HOME when that is set, else under the working
+	// directory. Reloaded when it changes. Default "conf/plain_acl.yml".
+	AclPlainFile string `prop:"aclPlainFile"`
+	// AccessKey and SecretKey sign this broker's own requests: registrations with the name
+	// servers and, on a slave, its metadata pulls from the master. With ACL on there, they must
+	// be an admin account's. Both or neither. Default "".
+	AccessKey string `prop:"accessKey"`
+	SecretKey string `prop:"secretKey"`
+
 	// ClientExpiry drops a client connection silent for this long. Default 120s. Not a property.
 	ClientExpiry time.Duration
 	// OffsetPersistInterval is how often consumer offsets are written. Default 5s. Not a property.
@@ -200,6 +216,7 @@ func DefaultConfig() Config {
 		FailoverMasterRole:            RoleSyncMaster,
 		FailoverLeaseTTL:              2 * time.Second,
 		FailoverSafetyMargin:          600 * time.Millisecond,
+		AclPlainFile:                  "conf/plain_acl.yml",
 		ClientExpiry:                  120 * time.Second,
 		OffsetPersistInterval:         5 * time.Second,
 	}
@@ -341,6 +358,12 @@ func (c Config) Validate() error {
 	}
 	if c.LogFormat != "text" && c.LogFormat != "json" {
 		return bad("logFormat", "%q is not text or json", c.LogFormat)
+	}
+	if c.AclEnable && c.AclPlainFile == "" {
+		return bad("aclPlainFile", "empty with aclEnable=true")
+	}
+	if (c.AccessKey == "") != (c.SecretKey == "") {
+		return bad("secretKey", "accessKey and secretKey are set together (accessKey %q)", c.AccessKey)
 	}
 	return nil
 }

@@ -53,6 +53,7 @@ require (
 	github.com/modern-go/reflect2 v1.0.2 // indirect
 	github.com/patrickmn/go-cache v2.1.0+incompatible // indirect
 	github.com/pkg/errors v0.9.1 // indirect
+	github.com/rmqha/rmqha/libs/acl v0.0.0
 	github.com/rmqha/rmqha/libs/discovery v0.0.0
 	github.com/rmqha/rmqha/libs/metasync v0.0.0
 	github.com/rmqha/rmqha/libs/obs v0.0.0
@@ -80,3 +81,5 @@ replace github.com/rmqha/rmqha/libs/discovery => ../discovery
 replace github.com/rmqha/rmqha/libs/obs => ../obs
 
 replace github.com/rmqha/rmqha/libs/metasync => ../metasync
+
+replace github.com/rmqha/rmqha/libs/acl => ../acl

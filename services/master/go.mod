@@ -38,6 +38,7 @@ require (
 )
 
 require (
+	github.com/rmqha/rmqha/libs/acl v0.0.0 // indirect
 	github.com/rmqha/rmqha/libs/commitlog v0.0.0 // indirect
 	github.com/rmqha/rmqha/libs/discovery v0.0.0 // indirect
 	github.com/rmqha/rmqha/libs/hawire v0.0.0 // indirect
@@ -45,6 +46,7 @@ require (
 	github.com/rmqha/rmqha/libs/props v0.0.0 // indirect
 	github.com/rmqha/rmqha/libs/remoting v0.0.0 // indirect
 	github.com/sirupsen/logrus v1.10.2 // indirect
+	go.yaml.in/yaml/v3 v3.0.5 // indirect
 	golang.org/x/sys v0.48.0 // indirect
 )
 
@@ -61,3 +63,5 @@ replace github.com/rmqha/rmqha/libs/discovery => ../../libs/discovery
 replace github.com/rmqha/rmqha/libs/metasync => ../../libs/metasync
 
 replace github.com/rmqha/rmqha/libs/obs => ../../libs/obs
+
+replace github.com/rmqha/rmqha/libs/acl => ../../libs/acl

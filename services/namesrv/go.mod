@@ -48,6 +48,7 @@ require (
 	github.com/mattn/go-colorable v0.1.13 // indirect
 	github.com/mattn/go-isatty v0.0.20 // indirect
 	github.com/mitchellh/go-homedir v1.1.0 // indirect
+	github.com/rmqha/rmqha/libs/acl v0.0.0
 	github.com/rmqha/rmqha/libs/obs v0.0.0
 	github.com/rmqha/rmqha/tools v0.0.0
 	go.yaml.in/yaml/v3 v3.0.5 // indirect
@@ -65,3 +66,5 @@ replace (
 replace github.com/rmqha/rmqha/tools => ../../tools
 
 replace github.com/rmqha/rmqha/libs/obs => ../../libs/obs
+
+replace github.com/rmqha/rmqha/libs/acl => ../../libs/acl

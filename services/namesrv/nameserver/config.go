@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/rmqha/rmqha/libs/remoting"
 	"github.com/sirupsen/logrus"
 )
 
@@ -40,6 +41,20 @@ type Config struct {
 	// LogFormat is text or json. Default text.
 	LogFormat string `prop:"logFormat"`
 
+	// --- Access control (libs/acl), RocketMQ 4.x plain ACL. ---
+
+	// AclEnable requires every request to carry a valid signature of an account of
+	// aclPlainFile: route and cluster lookups from any account, REGISTER_BROKER,
+	// UNREGISTER_BROKER and the other writes from admin accounts only; anything else is
+	// answered NO_PERMISSION. Default false.
+	AclEnable bool `prop:"aclEnable"`
+	// AclPlainFile is the plain_acl.yml (the brokers' format): relative paths are under
+	// ROCKETMQ_HOME when that is set. Reloaded when it changes. Default "conf/plain_acl.yml".
+	AclPlainFile string `prop:"aclPlainFile"`
+	// Guards are further remoting.Guards, run in order after the ACL guard (when aclEnable)
+	// on every request that guard admitted; the first refusal answers. Not a property.
+	Guards []remoting.Guard `prop:"-"`
+
 	Logger logrus.FieldLogger `prop:"-"`
 	Now    func() time.Time   `prop:"-"`
 }
@@ -56,6 +71,7 @@ func DefaultConfig() Config {
 		ConsulTCPCheckInterval:      2 * time.Second,
 		LogLevel:                    "info",
 		LogFormat:                   "text",
+		AclPlainFile:                "conf/plain_acl.yml",
 	}
 }
 
@@ -78,6 +94,8 @@ func (c Config) Validate() error {
 		return errors.New("nameserver: consulTcpCheckInterval must not be negative")
 	case c.LogFormat != "text" && c.LogFormat != "json":
 		return fmt.Errorf("nameserver: logFormat %q is not text or json", c.LogFormat)
+	case c.AclEnable && c.AclPlainFile == "":
+		return errors.New("nameserver: aclPlainFile is empty with aclEnable=true")
 	}
 	if _, err := logrus.ParseLevel(c.LogLevel); err != nil {
 		return fmt.Errorf("nameserver: logLevel: %w", err)

@@ -11,6 +11,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/rmqha/rmqha/libs/acl"
 	"github.com/rmqha/rmqha/libs/broker/route"
 	"github.com/rmqha/rmqha/libs/obs"
 	"github.com/rmqha/rmqha/libs/remoting"
@@ -24,6 +25,7 @@ type Server struct {
 	log  logrus.FieldLogger
 	reg  registry.Registry
 	rpc  *remoting.Server
+	acl  *acl.Guard // nil unless aclEnable
 	http *http.Server
 	hln  net.Listener
 
@@ -50,12 +52,20 @@ func New(cfg Config, reg registry.Registry) (*Server, error) {
 	rc.Addr = net.JoinHostPort(cfg.BindAddress, strconv.Itoa(cfg.ListenPort))
 	rc.MaxFrameSize = cfg.MaxFrameSize
 	rc.Logger = cfg.Logger
+	guard, ag, err := buildGuards(cfg)
+	if err != nil {
+		return nil, err
+	}
+	rc.Guard = guard
 	rpc, err := remoting.NewServer(rc)
 	if err != nil {
 		return nil, err
 	}
-	s := &Server{cfg: cfg, log: cfg.Logger, reg: reg, rpc: rpc, stop: make(chan struct{})}
+	s := &Server{cfg: cfg, log: cfg.Logger, reg: reg, rpc: rpc, acl: ag, stop: make(chan struct{})}
 	s.m = newMetrics(s)
+	if ag != nil {
+		s.m.reg.MustRegister(ag.Collector("rmqha_namesrv_"))
+	}
 	rpc.HandleFunc(remoting.RegisterBroker, s.registerBroker)
 	rpc.HandleFunc(remoting.UnregisterBroker, s.unregisterBroker)
 	rpc.HandleFunc(remoting.GetRouteInfoByTopic, s.routeByTopic)
@@ -74,6 +84,9 @@ func New(cfg Config, reg registry.Registry) (*Server, error) {
 func (s *Server) Start() error {
 	if err := s.rpc.Start(); err != nil {
 		return err
+	}
+	if s.acl != nil {
+		s.acl.Start()
 	}
 	if s.cfg.HTTPPort > 0 {
 		ln, err := net.Listen("tcp", net.JoinHostPort(s.cfg.BindAddress, strconv.Itoa(s.cfg.HTTPPort)))
@@ -108,6 +121,9 @@ func (s *Server) Close() error {
 		cancel()
 	}
 	err := s.rpc.Close()
+	if s.acl != nil {
+		s.acl.Close()
+	}
 	return errors.Join(err, s.reg.Close())
 }
 
