@@ -13,6 +13,7 @@ import (
 	"time"
 
 	consul "github.com/hashicorp/consul/api"
+	"github.com/rmqha/rmqha/libs/acl"
 	"github.com/rmqha/rmqha/libs/discovery"
 	"github.com/rmqha/rmqha/libs/metasync"
 	"github.com/rmqha/rmqha/libs/remoting"
@@ -140,7 +141,8 @@ func (s *Service) Start() error {
 			return fail(fmt.Errorf("consul: %w", err))
 		}
 	}
-	s.rc = remoting.NewClient(remoting.ClientConfig{RequestTimeout: cfg.PullTimeout, MaxFrameSize: 256 << 20, Logger: s.log})
+	s.rc = remoting.NewClient(remoting.ClientConfig{RequestTimeout: cfg.PullTimeout, MaxFrameSize: 256 << 20, Logger: s.log,
+		Signer: acl.CredentialsSigner(acl.Credentials{AccessKey: cfg.AccessKey, SecretKey: cfg.SecretKey})})
 	s.puller = cfg.Puller
 	if s.puller == nil {
 		s.puller = s.rc

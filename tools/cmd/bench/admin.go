@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/rmqha/rmqha/libs/acl"
 	broute "github.com/rmqha/rmqha/libs/broker/route"
 	"github.com/rmqha/rmqha/libs/remoting"
 	"github.com/sirupsen/logrus"
@@ -45,16 +46,19 @@ type admin struct {
 	cli *remoting.Client
 }
 
-func newRemotingClient(timeout time.Duration) *remoting.Client {
+func newRemotingClient(timeout time.Duration, creds acl.Credentials) *remoting.Client {
 	cc := remoting.DefaultClientConfig()
 	cc.RequestTimeout = timeout
+	cc.Signer = acl.CredentialsSigner(creds)
 	l := logrus.New()
 	l.SetLevel(logrus.ErrorLevel)
 	cc.Logger = l
 	return remoting.NewClient(cc)
 }
 
-func newAdmin(cfg Config) *admin { return &admin{cfg: cfg, cli: newRemotingClient(5 * time.Second)} }
+func newAdmin(cfg Config) *admin {
+	return &admin{cfg: cfg, cli: newRemotingClient(5*time.Second, cfg.credentials())}
+}
 
 func (a *admin) close() { _ = a.cli.Close() }
 

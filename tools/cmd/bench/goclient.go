@@ -31,6 +31,7 @@ func newGoProducer(cfg Config, i int, st *stats) (*goProducer, error) {
 		rmqproducer.WithInstanceName(fmt.Sprintf("bench-p-%d-%x-%d", os.Getpid(), st.runID&0xffffff, i)),
 		rmqproducer.WithSendMsgTimeout(cfg.SendTimeout),
 		rmqproducer.WithRetry(2),
+		rmqproducer.WithCredentials(primitive.Credentials{AccessKey: cfg.AccessKey, SecretKey: cfg.SecretKey}),
 	)
 	if err != nil {
 		return nil, err
@@ -133,6 +134,7 @@ func newGoConsumer(cfg Config, group string, i int, st *stats, all bool) (*goCon
 		rmqconsumer.WithConsumerModel(rmqconsumer.Clustering),
 		rmqconsumer.WithConsumeFromWhere(from),
 		rmqconsumer.WithConsumeMessageBatchMaxSize(32),
+		rmqconsumer.WithCredentials(primitive.Credentials{AccessKey: cfg.AccessKey, SecretKey: cfg.SecretKey}),
 	)
 	if err != nil {
 		return nil, err

@@ -12,6 +12,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/rmqha/rmqha/libs/acl"
 	"github.com/rmqha/rmqha/libs/broker/route"
 	"github.com/rmqha/rmqha/libs/remoting"
 	"github.com/sirupsen/logrus"
@@ -26,6 +27,8 @@ type Config struct {
 	Timeout time.Duration
 	// Logger receives connection-level events of the remoting client. Default: discards.
 	Logger logrus.FieldLogger
+	// Credentials sign every request (RocketMQ ACL); empty sends unsigned requests. Default none.
+	Credentials acl.Credentials
 }
 
 // DefaultConfig returns the defaults described on Config.
@@ -65,6 +68,7 @@ func NewAdmin(cfg Config) (*Admin, error) {
 	}
 	cc := remoting.DefaultClientConfig()
 	cc.DialTimeout, cc.RequestTimeout, cc.Logger = cfg.Timeout, cfg.Timeout, cfg.Logger
+	cc.Signer = acl.CredentialsSigner(cfg.Credentials)
 	return &Admin{cfg: cfg, cli: remoting.NewClient(cc), http: &http.Client{Timeout: cfg.Timeout}}, nil
 }
 
