@@ -46,6 +46,11 @@ type GroupConfig struct {
 	SlaveTimeout time.Duration
 	// ExtraMaster and ExtraSlave are additional "key=value" broker properties.
 	ExtraMaster, ExtraSlave []string
+	// ExtraNamesrv are additional "key=value" name server properties.
+	ExtraNamesrv []string
+	// AdminSigner, when set, signs every request of Group.Admin (an ACL-enabled group's admin
+	// account, e.g. acl.Signer(ak, sk)). Default nil: unsigned.
+	AdminSigner func(*remoting.Command)
 	// ReadyTimeout bounds each readiness wait. Default 60s (2 cores shared with builds).
 	ReadyTimeout time.Duration
 	// Stdout, when set, also receives every process's output.
@@ -126,6 +131,7 @@ func StartGroup(t testing.TB, cfg GroupConfig) *Group {
 	}
 	ccfg := remoting.DefaultClientConfig()
 	ccfg.Logger = quietLogger()
+	ccfg.Signer = cfg.AdminSigner
 	g.Admin = remoting.NewClient(ccfg)
 	t.Cleanup(func() { _ = g.Admin.Close() })
 
@@ -145,7 +151,11 @@ func StartGroup(t testing.TB, cfg GroupConfig) *Group {
 		return harness.StartProcessT(t, pc)
 	}
 
-	g.Namesrv = start("namesrv", fmt.Sprintf("listenPort=%d\nbindAddress=127.0.0.1\nregistryBackend=memory\n", ports[0]))
+	nsConf := fmt.Sprintf("listenPort=%d\nbindAddress=127.0.0.1\nregistryBackend=memory\n", ports[0])
+	for _, kv := range cfg.ExtraNamesrv {
+		nsConf += kv + "\n"
+	}
+	g.Namesrv = start("namesrv", nsConf)
 	g.waitProc(t, g.Namesrv, func() error { return harness.DialOK(g.NamesrvAddr) })
 
 	g.Master = start("master", g.brokerConf(0, cfg.MasterRole, ports[1], ports[2], ports[3], "", cfg.ExtraMaster))

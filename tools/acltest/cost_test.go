@@ -1,0 +1,88 @@
+package acltest
+
+import (
+	"fmt"
+	"os"
+	"regexp"
+	"sort"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/rmqha/rmqha/tools/e2e"
+	"github.com/stretchr/testify/require"
+)
+
+var (
+	rateRe = regexp.MustCompile(`send: +\d+ messages in [0-9.]+s = (\d+) msg/s`)
+	p50Re  = regexp.MustCompile(`latency: p50 (\S+)`)
+)
+
+// TestACLSendCost measures what ACL costs a send: two ASYNC_MASTER groups in the same run, one
+// with aclEnable=true (the producer signs, the broker and name server verify) and one without,
+// driven alternately by the bench tool with the raw client and with rocketmq-client-go. It
+// reports msg/s and p50 per round and the medians; it asserts nothing about speed.
+// RMQHA_ACL_BENCH=1 runs it; RMQHA_ACL_BENCH_ROUND sets the round length (default 8s).
+func TestACLSendCost(t *testing.T) {
+	if os.Getenv("RMQHA_ACL_BENCH") == "" {
+		t.Skip("set RMQHA_ACL_BENCH=1 to measure the ACL's cost on sends")
+	}
+	round := 8 * time.Second
+	if d, err := time.ParseDuration(os.Getenv("RMQHA_ACL_BENCH_ROUND")); err == nil {
+		round = d
+	}
+	cfg := e2e.DefaultGroupConfig()
+	cfg.MasterRole, cfg.NoSlave = "ASYNC_MASTER", true
+	cfg.MappedFileSizeCommitLog = 64 << 20
+	on := startACLGroup(t, true, cfg)
+	off := startACLGroup(t, false, cfg)
+	for _, g := range []*aclGroup{on, off} {
+		g.CreateTopic(t, topic, 8)
+	}
+	bench := toolBin(t, "bench")
+	type sample struct{ rate, p50 float64 }
+	results := map[string][]sample{}
+	for r := 0; r < 3; r++ {
+		for _, client := range []string{"raw", "go"} {
+			for _, mode := range []string{"off", "on"} {
+				g, creds := off, []string(nil)
+				if mode == "on" {
+					g, creds = on, []string{"-ak", appAK, "-sk", appSK}
+				}
+				args := append([]string{"-namesrv", g.NamesrvAddr, "-topic", topic, "-client", client, "-producers", "16",
+					"-consumers", "0", "-size", "1024", "-mode", "sync", "-duration", round.String(), "-progress", "0"}, creds...)
+				code, out := runTool(t, bench, nil, args...)
+				require.Equal(t, 0, code, out)
+				rm, pm := rateRe.FindStringSubmatch(out), p50Re.FindStringSubmatch(out)
+				require.NotNil(t, rm, out)
+				require.NotNil(t, pm, out)
+				require.NotContains(t, out, "first error", out)
+				rate, _ := strconv.ParseFloat(rm[1], 64)
+				p50, err := time.ParseDuration(pm[1])
+				require.NoError(t, err)
+				key := client + "/" + mode
+				results[key] = append(results[key], sample{rate, float64(p50.Microseconds())})
+				t.Logf("round %d %-7s %8.0f msg/s  p50 %v", r+1, key, rate, p50)
+			}
+		}
+	}
+	median := func(xs []float64) float64 {
+		sort.Float64s(xs)
+		return xs[len(xs)/2]
+	}
+	var lines []string
+	for _, client := range []string{"raw", "go"} {
+		var rOff, rOn, pOff, pOn []float64
+		for _, s := range results[client+"/off"] {
+			rOff, pOff = append(rOff, s.rate), append(pOff, s.p50)
+		}
+		for _, s := range results[client+"/on"] {
+			rOn, pOn = append(rOn, s.rate), append(pOn, s.p50)
+		}
+		mOff, mOn := median(rOff), median(rOn)
+		lines = append(lines, fmt.Sprintf("%s client, 16 producers, 1 KiB sync sends: ACL off %.0f msg/s p50 %.0fµs; ACL on %.0f msg/s p50 %.0fµs; throughput %+.1f%%, p50 %+.1f%%",
+			client, mOff, median(pOff), mOn, median(pOn), (mOn/mOff-1)*100, (median(pOn)/median(pOff)-1)*100))
+	}
+	t.Log("ACL cost (medians of 3 alternating rounds of " + round.String() + "):\n  " + strings.Join(lines, "\n  "))
+}
