@@ -6,7 +6,6 @@ import (
 	"crypto/subtle"
 	"encoding/base64"
 	"hash"
-	"slices"
 	"sync"
 
 	"github.com/rmqha/rmqha/libs/remoting"
@@ -35,22 +34,34 @@ func AppendContent(dst []byte, ext map[string]string, body []byte, withToken boo
 
 // appendExtContent appends the ext-field part of the signed content (values in key order).
 func appendExtContent(dst []byte, ext map[string]string, withToken bool) []byte {
-	var buf [maxSortedKeys]string
-	keys := buf[:0]
-	for k := range ext {
+	var buf [maxSortedKeys]kv
+	for _, f := range sortedFields(buf[:0], ext, withToken) {
+		dst = append(dst, f.v...)
+	}
+	return dst
+}
+
+// sortedFields collects the signed fields of ext (key and value, once) into dst and sorts
+// them by key; dst on the caller's stack keeps it allocation-free for ordinary headers.
+func sortedFields(dst []kv, ext map[string]string, withToken bool) []kv {
+	for k, v := range ext {
 		switch {
 		case k == ExtSignature, k == extUniqueKeyQuery:
 		case k == ExtSecurityToken && !withToken:
 		default:
-			keys = append(keys, k)
+			dst = append(dst, kv{k, v})
 		}
 	}
-	slices.Sort(keys)
-	for _, k := range keys {
-		dst = append(dst, ext[k]...)
+	// Insertion sort: headers have a dozen or two fields; no interface, no allocation.
+	for i := 1; i < len(dst); i++ {
+		for j := i; j > 0 && dst[j].k < dst[j-1].k; j-- {
+			dst[j], dst[j-1] = dst[j-1], dst[j]
+		}
 	}
 	return dst
 }
+
+type kv struct{ k, v string }
 
 // Sign returns base64(HMAC-SHA1(secretKey, content)).
 func Sign(secretKey string, content []byte) string {
@@ -71,8 +82,19 @@ func SignCommand(cmd *remoting.Command, accessKey, secretKey string) {
 }
 
 // Signer returns a remoting.ClientConfig.Signer that signs every request with the key pair.
+// It keeps pooled HMAC states, so signing costs one string (the signature) per request.
 func Signer(accessKey, secretKey string) func(*remoting.Command) {
-	return func(cmd *remoting.Command) { SignCommand(cmd, accessKey, secretKey) }
+	pool := newVerifierPool(secretKey)
+	return func(cmd *remoting.Command) {
+		if cmd.ExtFields == nil {
+			cmd.ExtFields = make(map[string]string, 2)
+		}
+		delete(cmd.ExtFields, ExtSignature)
+		cmd.ExtFields[ExtAccessKey] = accessKey
+		v := pool.pool.Get().(*verifier)
+		cmd.ExtFields[ExtSignature] = v.sign(cmd)
+		pool.pool.Put(v)
+	}
 }
 
 // CredentialsSigner is Signer for c, or nil when c is empty (requests go unsigned).
@@ -99,6 +121,55 @@ type verifier struct {
 	sum     [sha1.Size]byte
 	enc     [signatureLen]byte
 	got     [signatureLen]byte
+	// order is the sorted field names of the last content built (for orderToken): a client
+	// sends the same header fields request after request, so the next content is built by
+	// looking its values up in that order instead of sorting again.
+	order      []string
+	orderToken bool
+}
+
+// appendContent is appendExtContent with the field order of the previous request reused when
+// the request has exactly those fields (same count, every one present), which makes the
+// content identical to the sorted build.
+func (v *verifier) appendContent(dst []byte, ext map[string]string, withToken bool) []byte {
+	n := len(ext)
+	if _, ok := ext[ExtSignature]; ok {
+		n--
+	}
+	if _, ok := ext[extUniqueKeyQuery]; ok {
+		n--
+	}
+	if _, ok := ext[ExtSecurityToken]; ok && !withToken {
+		n--
+	}
+	if n == len(v.order) && n > 0 && withToken == v.orderToken {
+		start := len(dst)
+		hit := true
+		for _, k := range v.order {
+			val, ok := ext[k]
+			if !ok {
+				hit = false
+				break
+			}
+			dst = append(dst, val...)
+		}
+		if hit {
+			return dst
+		}
+		dst = dst[:start]
+	}
+	var buf [maxSortedKeys]kv
+	fields := sortedFields(buf[:0], ext, withToken)
+	v.order, v.orderToken = v.order[:0], withToken
+	if len(fields) <= maxSortedKeys {
+		for _, f := range fields {
+			v.order = append(v.order, f.k)
+		}
+	}
+	for _, f := range fields {
+		dst = append(dst, f.v...)
+	}
+	return dst
 }
 
 func newVerifier(secretKey string) *verifier {
@@ -118,8 +189,15 @@ func (v *verifier) verify(cmd *remoting.Command) bool {
 	return hasToken && v.check(cmd, false, got)
 }
 
-func (v *verifier) check(cmd *remoting.Command, withToken bool, got []byte) bool {
-	v.content = appendExtContent(v.content[:0], cmd.ExtFields, withToken)
+// sign returns the signature of cmd's content (SecurityToken included, as Java signs).
+func (v *verifier) sign(cmd *remoting.Command) string {
+	v.digest(cmd, true)
+	return string(v.enc[:])
+}
+
+// digest computes base64(HMAC) of cmd's content into v.enc.
+func (v *verifier) digest(cmd *remoting.Command, withToken bool) {
+	v.content = v.appendContent(v.content[:0], cmd.ExtFields, withToken)
 	if cap(v.content) > 64<<10 {
 		defer func() { v.content = make([]byte, 0, 512) }() // do not pool a huge header's buffer
 	}
@@ -128,6 +206,10 @@ func (v *verifier) check(cmd *remoting.Command, withToken bool, got []byte) bool
 	v.mac.Write(cmd.Body)
 	sum := v.mac.Sum(v.sum[:0])
 	base64.StdEncoding.Encode(v.enc[:], sum)
+}
+
+func (v *verifier) check(cmd *remoting.Command, withToken bool, got []byte) bool {
+	v.digest(cmd, withToken)
 	return subtle.ConstantTimeCompare(v.enc[:], got) == 1
 }
 
