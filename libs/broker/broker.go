@@ -12,6 +12,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/rmqha/rmqha/libs/acl"
 	"github.com/rmqha/rmqha/libs/broker/meta"
 	"github.com/rmqha/rmqha/libs/broker/schedule"
 	"github.com/rmqha/rmqha/libs/commitlog"
@@ -32,6 +33,7 @@ type Broker struct {
 	tables  *meta.Tables
 	srv     *remoting.Server
 	nsCli   *remoting.Client
+	acl     *acl.Guard // nil unless aclEnable
 	clients *clientRegistry
 	holds   *holdService
 	pipe    *sendPipeline
@@ -211,6 +213,9 @@ func (b *Broker) Start() error {
 
 func (b *Broker) start() error {
 	cfg := b.cfg
+	if err := b.startACL(); err != nil {
+		return err
+	}
 	ln, err := net.Listen("tcp", net.JoinHostPort(cfg.BindAddress, strconv.Itoa(cfg.ListenPort)))
 	if err != nil {
 		return fmt.Errorf("broker: listen on listenPort: %w", err)
@@ -323,6 +328,9 @@ func (b *Broker) start() error {
 	if cfg.TLSServerMode != tlsconf.ModeDisabled {
 		rc.TLS = b.tlsSrv.Config
 	}
+	if b.acl != nil {
+		rc.Guard = b.acl
+	}
 	b.srv, err = remoting.NewServer(rc)
 	if err != nil {
 		return err
@@ -334,7 +342,7 @@ func (b *Broker) start() error {
 	nc.RequestTimeout = 6 * time.Second
 	nc.Logger = b.log.WithField("component", "namesrv-client")
 	nc.TLS = b.tlsCli
-	if nc.Signer, err = b.registrationSigner(); err != nil {
+	if nc.Signer, err = b.nsSigner(); err != nil {
 		return err
 	}
 	b.nsCli = remoting.NewClient(nc)
@@ -481,6 +489,9 @@ func (b *Broker) teardown(ctx context.Context) error {
 	}
 	if b.nsCli != nil {
 		b.nsCli.Close()
+	}
+	if b.acl != nil {
+		b.acl.Close()
 	}
 	if b.tables != nil {
 		errs = append(errs, b.tables.PersistOffsets())

@@ -172,6 +172,22 @@ type Config struct {
 	// port's server certificate (tls.server.certPath, or test mode's). Default false.
 	HTTPTLSEnable bool `prop:"httpTlsEnable"`
 
+	// --- Access control (libs/acl), RocketMQ 4.x plain ACL. ---
+
+	// AclEnable checks every remoting request against aclPlainFile: signed by a known account
+	// and permitted (PUB to send, SUB to consume, admin accounts for the admin codes), or
+	// answered NO_PERMISSION. Default false, as in RocketMQ.
+	AclEnable bool `prop:"aclEnable"`
+	// AclPlainFile is the plain_acl.yml (RocketMQ's system property rocketmq.acl.plain.file):
+	// relative paths are under ROCKETMQ_HOME when that is set, else under the working
+	// directory. Reloaded when it changes. Default "conf/plain_acl.yml".
+	AclPlainFile string `prop:"aclPlainFile"`
+	// AccessKey and SecretKey sign this broker's own requests: registrations with the name
+	// servers and, on a slave, its metadata pulls from the master. With ACL on there, they must
+	// be an admin account's. Both or neither. Default "".
+	AccessKey string `prop:"accessKey"`
+	SecretKey string `prop:"secretKey"`
+
 	// ClientExpiry drops a client connection silent for this long. Default 120s. Not a property.
 	ClientExpiry time.Duration
 	// OffsetPersistInterval is how often consumer offsets are written. Default 5s. Not a property.
@@ -221,6 +237,7 @@ func DefaultConfig() Config {
 		FailoverMasterRole:            RoleSyncMaster,
 		FailoverLeaseTTL:              2 * time.Second,
 		FailoverSafetyMargin:          600 * time.Millisecond,
+		AclPlainFile:                  "conf/plain_acl.yml",
 		ClientExpiry:                  120 * time.Second,
 		OffsetPersistInterval:         5 * time.Second,
 		Config:                        tlsconf.DefaultConfig(),
@@ -373,6 +390,12 @@ func (c Config) Validate() error {
 	}
 	if _, err := c.registrationSecret(); err != nil {
 		return err
+	}
+	if c.AclEnable && c.AclPlainFile == "" {
+		return bad("aclPlainFile", "empty with aclEnable=true")
+	}
+	if (c.AccessKey == "") != (c.SecretKey == "") {
+		return bad("secretKey", "accessKey and secretKey are set together (accessKey %q)", c.AccessKey)
 	}
 	return nil
 }

@@ -98,13 +98,47 @@ func (b *Broker) registerRequest() *remoting.Command {
 // on, the broker's own accessKey/secretKey sign instead (acl.Signer(accessKey, secretKey));
 // the name server's ACL authenticator verifies them and requires an admin account. The
 // registration fields (nsRequest) are the same either way.
+// nsSigner signs what the broker sends to name servers: REGISTER_BROKER and
+// UNREGISTER_BROKER with the registration secret when one is set (access key rmqha-broker;
+// name servers with ACL on let those through to their registration check), otherwise with
+// the broker's accessKey/secretKey (an admin account of an ACL-enabled name server); every
+// other request with accessKey/secretKey when they are set.
+func (b *Broker) nsSigner() (func(*remoting.Command), error) {
+	reg, err := b.registrationSigner()
+	if err != nil {
+		return nil, err
+	}
+	cred := b.signer()
+	switch {
+	case reg == nil:
+		return cred, nil
+	case cred == nil:
+		return func(cmd *remoting.Command) {
+			if isRegistration(cmd.Code) {
+				reg(cmd)
+			}
+		}, nil
+	}
+	return func(cmd *remoting.Command) {
+		if isRegistration(cmd.Code) {
+			reg(cmd)
+			return
+		}
+		cred(cmd)
+	}, nil
+}
+
+func isRegistration(code int32) bool {
+	return code == remoting.RegisterBroker || code == remoting.UnregisterBroker
+}
+
 func (b *Broker) registrationSigner() (func(*remoting.Command), error) {
 	secret, err := b.cfg.registrationSecret()
 	if err != nil {
 		return nil, err
 	}
 	if secret == "" {
-		if len(b.cfg.NamesrvAddrs()) > 0 {
+		if len(b.cfg.NamesrvAddrs()) > 0 && b.cfg.AccessKey == "" {
 			b.log.WithField("key", "registrationSecret").Warn("no registrationSecret or registrationSecretFile: name-server registrations go unsigned; " +
 				"name servers refuse them unless registrationAllowUnauthenticated=true")
 		}

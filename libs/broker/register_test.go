@@ -103,3 +103,30 @@ func TestRegistrationSecretKeys(t *testing.T) {
 	cfg.RegistrationSecretFile, cfg.RegistrationSecret = "", strconv.Quote(testRegistrationSecret)
 	require.NoError(t, cfg.Validate())
 }
+
+// With both a registration secret and ACL credentials, registrations are signed with the
+// secret (name servers with ACL off know only that) and everything else with the account.
+func TestNameServerSignerChoosesPerCode(t *testing.T) {
+	cfg := testConfig(t)
+	cfg.RegistrationSecret = testRegistrationSecret
+	cfg.AccessKey, cfg.SecretKey = "rmqha-admin", "admin-secret-key"
+	b := &Broker{cfg: cfg, log: testLogger()}
+	sign, err := b.nsSigner()
+	require.NoError(t, err)
+	reg := remoting.NewRequest(remoting.RegisterBroker, map[string]string{"brokerName": "b"}, nil)
+	sign(reg)
+	require.Equal(t, acl.BrokerAccessKey, reg.Ext(acl.ExtAccessKey))
+	require.True(t, acl.VerifySignature(reg, testRegistrationSecret))
+	other := remoting.NewRequest(remoting.GetRouteInfoByTopic, map[string]string{"topic": "T"}, nil)
+	sign(other)
+	require.Equal(t, "rmqha-admin", other.Ext(acl.ExtAccessKey))
+	require.True(t, acl.VerifySignature(other, "admin-secret-key"))
+
+	cfg.RegistrationSecret = ""
+	b = &Broker{cfg: cfg, log: testLogger()}
+	sign, err = b.nsSigner()
+	require.NoError(t, err)
+	reg = remoting.NewRequest(remoting.RegisterBroker, map[string]string{"brokerName": "b"}, nil)
+	sign(reg)
+	require.Equal(t, "rmqha-admin", reg.Ext(acl.ExtAccessKey), "without a secret, registrations go under the account")
+}

@@ -48,6 +48,7 @@ require (
 	github.com/rmqha/rmqha/libs/tlsconf v0.0.0 // indirect
 	github.com/sirupsen/logrus v1.10.2 // indirect
 	github.com/youmark/pkcs8 v0.0.0-20240726163527-a2c0da244d78 // indirect
+	go.yaml.in/yaml/v3 v3.0.5 // indirect
 	golang.org/x/sys v0.48.0 // indirect
 )
 

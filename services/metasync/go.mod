@@ -61,6 +61,7 @@ require (
 	github.com/apache/rocketmq-client-go/v2 v2.1.3-0.20251226070945-2173d070fd1b
 	github.com/hashicorp/consul/api v1.34.0
 	github.com/prometheus/client_golang v1.25.0
+	github.com/rmqha/rmqha/libs/acl v0.0.0
 	github.com/rmqha/rmqha/libs/broker v0.0.0
 	github.com/rmqha/rmqha/libs/commitlog v0.0.0
 	github.com/rmqha/rmqha/libs/discovery v0.0.0

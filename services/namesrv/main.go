@@ -16,6 +16,7 @@ import (
 	"os/signal"
 	"syscall"
 
+	"github.com/rmqha/rmqha/libs/acl"
 	"github.com/rmqha/rmqha/libs/props"
 	"github.com/rmqha/rmqha/services/namesrv/nameserver"
 	"github.com/rmqha/rmqha/services/namesrv/registry"
@@ -38,6 +39,8 @@ func run() error {
 	if err != nil {
 		return err
 	}
+	// plain_acl.yml is found as RocketMQ finds it: a relative aclPlainFile is under ROCKETMQ_HOME.
+	cfg.AclPlainFile = acl.ResolvePath(cfg.AclPlainFile, os.Getenv("ROCKETMQ_HOME"))
 	if err := cfg.Validate(); err != nil {
 		return err
 	}

@@ -52,6 +52,9 @@ type GroupConfig struct {
 	// AdminTLS, when set, makes Group.Admin (and the readiness checks) dial with TLS, for
 	// groups whose name server and brokers run tls.server.mode=enforcing.
 	AdminTLS *tls.Config
+	// AdminSigner, when set, signs every request of Group.Admin (an ACL-enabled group's admin
+	// account, e.g. acl.Signer(ak, sk)). Default nil: unsigned.
+	AdminSigner func(*remoting.Command)
 	// ReadyTimeout bounds each readiness wait. Default 60s (2 cores shared with builds).
 	ReadyTimeout time.Duration
 	// Stdout, when set, also receives every process's output.
@@ -148,6 +151,7 @@ func StartGroup(t testing.TB, cfg GroupConfig) *Group {
 	ccfg := remoting.DefaultClientConfig()
 	ccfg.Logger = quietLogger()
 	ccfg.TLS = cfg.AdminTLS
+	ccfg.Signer = cfg.AdminSigner
 	g.Admin = remoting.NewClient(ccfg)
 	t.Cleanup(func() { _ = g.Admin.Close() })
 

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/rmqha/rmqha/libs/acl"
 	"github.com/rmqha/rmqha/libs/broker"
 	"github.com/rmqha/rmqha/libs/broker/meta"
 	"github.com/rmqha/rmqha/libs/metasync"
@@ -64,6 +65,7 @@ func startMetaSync(ctx context.Context, b *broker.Broker, cfg broker.Config, env
 	}
 	rcc := remoting.DefaultClientConfig()
 	rcc.TLS = b.ClientTLS()
+	rcc.Signer = acl.CredentialsSigner(cfg.Credentials()) // GET_ALL_* needs an admin account on an ACL-enabled master
 	rc := remoting.NewClient(rcc)
 	fc.Master = &metasync.RemotingMaster{Client: rc, Addr: func() string { return b.Status().MasterAddr }}
 	if bus != nil {

@@ -15,6 +15,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/rmqha/rmqha/libs/acl"
 	"github.com/rmqha/rmqha/libs/broker"
 	"github.com/rmqha/rmqha/libs/discovery"
 	"github.com/rmqha/rmqha/libs/obs"
@@ -50,6 +51,8 @@ func Main(o Options, args, environ []string, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "%s: %v\n", o.Program, err)
 		return 2
 	}
+	// plain_acl.yml is found as RocketMQ finds it: a relative aclPlainFile is under ROCKETMQ_HOME.
+	cfg.AclPlainFile = acl.ResolvePath(cfg.AclPlainFile, envValue(environ, "ROCKETMQ_HOME"))
 	base, err := obs.NewLogger(cfg.LogLevel, cfg.LogFormat)
 	if err != nil {
 		fmt.Fprintf(stderr, "%s: %v\n", o.Program, err)

@@ -82,6 +82,11 @@ type Config struct {
 	// tls.enable and tls.client.* apply to its pulls from masters and name servers;
 	// tls.server.* are accepted (a shared tls.config.file may hold them) and unused.
 	tlsconf.Config
+	// AccessKey and SecretKey sign every remoting request (GET_ALL_* to the masters,
+	// GET_BROKER_CLUSTER_INFO to the name servers), as RocketMQ's ACL expects; the metadata
+	// dumps need an admin account on an ACL-enabled master. Both or neither. Default "".
+	AccessKey string `prop:"accessKey"`
+	SecretKey string `prop:"secretKey"`
 
 	// Logger receives service events. Default a logrus logger on stderr.
 	Logger logrus.FieldLogger `prop:"-"`
@@ -146,6 +151,8 @@ func (c Config) Validate() error {
 		return bad("lockSessionTTLMillis", "%v is below Consul's minimum of 10s", c.LockSessionTTL)
 	case c.LogFormat != "text" && c.LogFormat != "json":
 		return bad("logFormat", "%q is not text or json", c.LogFormat)
+	case (c.AccessKey == "") != (c.SecretKey == ""):
+		return bad("secretKey", "accessKey and secretKey are set together (accessKey %q)", c.AccessKey)
 	case c.FS == nil:
 		return bad("FS", "nil")
 	case c.Now == nil:

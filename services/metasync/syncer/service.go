@@ -13,6 +13,7 @@ import (
 	"time"
 
 	consul "github.com/hashicorp/consul/api"
+	"github.com/rmqha/rmqha/libs/acl"
 	"github.com/rmqha/rmqha/libs/discovery"
 	"github.com/rmqha/rmqha/libs/metasync"
 	"github.com/rmqha/rmqha/libs/remoting"
@@ -152,7 +153,8 @@ func (s *Service) Start() error {
 		s.ln.Close()
 		return fail(err)
 	}
-	s.rc = remoting.NewClient(remoting.ClientConfig{RequestTimeout: cfg.PullTimeout, MaxFrameSize: 256 << 20, Logger: s.log, TLS: cliTLS})
+	s.rc = remoting.NewClient(remoting.ClientConfig{RequestTimeout: cfg.PullTimeout, MaxFrameSize: 256 << 20, Logger: s.log, TLS: cliTLS,
+		Signer: acl.CredentialsSigner(acl.Credentials{AccessKey: cfg.AccessKey, SecretKey: cfg.SecretKey})})
 	s.puller = cfg.Puller
 	if s.puller == nil {
 		s.puller = s.rc

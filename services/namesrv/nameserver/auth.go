@@ -60,3 +60,23 @@ func quoteShort(s string) string {
 	}
 	return fmt.Sprintf("%q", s)
 }
+
+// registrationAuth is the name server's own Authenticator: a registration signed under
+// acl.BrokerAccessKey is checked against the registration secret; any other signed one was
+// already verified as an admin account's by the ACL guard (aclEnable=true), and is refused
+// when ACL is off.
+type registrationAuth struct {
+	secret     *SecretAuthenticator // nil without a registration secret
+	aclChecked bool                 // the ACL guard admitted the request as an admin's
+}
+
+// Authenticate implements Authenticator.
+func (a registrationAuth) Authenticate(req *remoting.Command, peer string) error {
+	if req.Ext(acl.ExtAccessKey) == acl.BrokerAccessKey || !a.aclChecked {
+		if a.secret == nil {
+			return fmt.Errorf("%w: this name server has no registrationSecret; sign registrations with an admin account's accessKey/secretKey", ErrUnauthenticated)
+		}
+		return a.secret.Authenticate(req, peer)
+	}
+	return nil
+}

@@ -115,6 +115,19 @@ type Config struct {
 	// Authenticator, when set, verifies signed registrations instead of the registration
 	// secret (an ACL-based one when aclEnable is on). Default nil.
 	Authenticator Authenticator `prop:"-"`
+	// --- Access control (libs/acl), RocketMQ 4.x plain ACL. ---
+
+	// AclEnable requires every request to carry a valid signature of an account of
+	// aclPlainFile: route and cluster lookups from any account, REGISTER_BROKER,
+	// UNREGISTER_BROKER and the other writes from admin accounts only; anything else is
+	// answered NO_PERMISSION. Default false.
+	AclEnable bool `prop:"aclEnable"`
+	// AclPlainFile is the plain_acl.yml (the brokers' format): relative paths are under
+	// ROCKETMQ_HOME when that is set. Reloaded when it changes. Default "conf/plain_acl.yml".
+	AclPlainFile string `prop:"aclPlainFile"`
+	// Guards are further remoting.Guards, run in order after the ACL guard (when aclEnable)
+	// on every request that guard admitted; the first refusal answers. Not a property.
+	Guards []remoting.Guard `prop:"-"`
 
 	Logger logrus.FieldLogger `prop:"-"`
 	Now    func() time.Time   `prop:"-"`
@@ -142,6 +155,7 @@ func DefaultConfig() Config {
 		MaxBrokersPerCluster:        1024,
 		MaxBrokerGroupsPerCluster:   256,
 		MaxClusters:                 64,
+		AclPlainFile:                "conf/plain_acl.yml",
 	}
 }
 
@@ -183,6 +197,8 @@ func (c Config) Validate() error {
 		return errors.New("nameserver: consulTcpCheckInterval must not be negative")
 	case c.LogFormat != "text" && c.LogFormat != "json":
 		return fmt.Errorf("nameserver: logFormat %q is not text or json", c.LogFormat)
+	case c.AclEnable && c.AclPlainFile == "":
+		return errors.New("nameserver: aclPlainFile is empty with aclEnable=true")
 	}
 	if _, err := logrus.ParseLevel(c.LogLevel); err != nil {
 		return fmt.Errorf("nameserver: logLevel: %w", err)
@@ -203,8 +219,8 @@ func (c Config) validateRegistration() error {
 	if err != nil {
 		return err
 	}
-	if secret == "" && c.Authenticator == nil && !c.RegistrationAllowUnauthenticated {
-		return fmt.Errorf("nameserver: %w: set registrationSecret or registrationSecretFile (the brokers set the same key), "+
+	if secret == "" && c.Authenticator == nil && !c.AclEnable && !c.RegistrationAllowUnauthenticated {
+		return fmt.Errorf("nameserver: %w: set registrationSecret or registrationSecretFile (the brokers set the same key) or aclEnable=true, "+
 			"or registrationAllowUnauthenticated=true to let anyone register brokers", ErrNoRegistrationSecret)
 	}
 	if c.RegistrationMaxClockSkew < time.Second {

@@ -27,6 +27,7 @@ type Server struct {
 	log  logrus.FieldLogger
 	reg  registry.Registry
 	rpc  *remoting.Server
+	acl  *acl.Guard // nil unless aclEnable
 	http *http.Server
 	hln  net.Listener
 
@@ -68,11 +69,16 @@ func New(cfg Config, reg registry.Registry) (*Server, error) {
 	if cfg.TLSServerMode != tlsconf.ModeDisabled {
 		rc.TLS = tlsSrv.Config
 	}
+	guard, ag, err := buildGuards(cfg)
+	if err != nil {
+		return nil, err
+	}
+	rc.Guard = guard
 	rpc, err := remoting.NewServer(rc)
 	if err != nil {
 		return nil, err
 	}
-	s := &Server{cfg: cfg, log: cfg.Logger, reg: reg, rpc: rpc, tls: tlsSrv, stop: make(chan struct{}), lim: cfg.Limits(),
+	s := &Server{cfg: cfg, log: cfg.Logger, reg: reg, rpc: rpc, tls: tlsSrv, acl: ag, stop: make(chan struct{}), lim: cfg.Limits(),
 		fresh: newFreshness(cfg.RegistrationMaxClockSkew), refusalLog: &logLimiter{interval: 10 * time.Second, burst: 10},
 		auth: cfg.Authenticator}
 	if s.auth == nil {
@@ -80,13 +86,20 @@ func New(cfg Config, reg registry.Registry) (*Server, error) {
 		if err != nil {
 			return nil, err
 		}
+		var sa *SecretAuthenticator
 		if secret != "" {
-			if s.auth, err = NewSecretAuthenticator(secret); err != nil {
+			if sa, err = NewSecretAuthenticator(secret); err != nil {
 				return nil, err
 			}
 		}
+		if sa != nil || ag != nil {
+			s.auth = registrationAuth{secret: sa, aclChecked: ag != nil}
+		}
 	}
 	s.m = newMetrics(s)
+	if ag != nil {
+		s.m.reg.MustRegister(ag.Collector("rmqha_namesrv_"))
+	}
 	rpc.HandleFunc(remoting.RegisterBroker, s.registerBroker)
 	rpc.HandleFunc(remoting.UnregisterBroker, s.unregisterBroker)
 	rpc.HandleFunc(remoting.GetRouteInfoByTopic, s.routeByTopic)
@@ -140,6 +153,9 @@ func (s *Server) Start() error {
 	if err := s.rpc.Start(); err != nil {
 		return err
 	}
+	if s.acl != nil {
+		s.acl.Start()
+	}
 	if s.cfg.HTTPPort > 0 {
 		var tc *tls.Config
 		if s.cfg.HTTPTLSEnable {
@@ -177,6 +193,9 @@ func (s *Server) Close() error {
 		cancel()
 	}
 	err := s.rpc.Close()
+	if s.acl != nil {
+		s.acl.Close()
+	}
 	return errors.Join(err, s.reg.Close())
 }
 

@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/rmqha/rmqha/libs/acl"
 	broute "github.com/rmqha/rmqha/libs/broker/route"
 	"github.com/rmqha/rmqha/libs/remoting"
 	"github.com/sirupsen/logrus"
@@ -46,10 +47,11 @@ type admin struct {
 	cli *remoting.Client
 }
 
-func newRemotingClient(timeout time.Duration, tc *tls.Config) *remoting.Client {
+func newRemotingClient(timeout time.Duration, tc *tls.Config, creds acl.Credentials) *remoting.Client {
 	cc := remoting.DefaultClientConfig()
 	cc.RequestTimeout = timeout
 	cc.TLS = tc
+	cc.Signer = acl.CredentialsSigner(creds)
 	l := logrus.New()
 	l.SetLevel(logrus.ErrorLevel)
 	cc.Logger = l
@@ -57,7 +59,7 @@ func newRemotingClient(timeout time.Duration, tc *tls.Config) *remoting.Client {
 }
 
 func newAdmin(cfg Config) *admin {
-	return &admin{cfg: cfg, cli: newRemotingClient(5*time.Second, cfg.tlsClient)}
+	return &admin{cfg: cfg, cli: newRemotingClient(5*time.Second, cfg.tlsClient, cfg.credentials())}
 }
 
 func (a *admin) close() { _ = a.cli.Close() }

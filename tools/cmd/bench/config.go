@@ -8,6 +8,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/rmqha/rmqha/libs/acl"
 	"github.com/rmqha/rmqha/libs/tlsconf"
 )
 
@@ -69,6 +70,10 @@ type Config struct {
 	SendTimeout time.Duration
 	// Progress is the period of progress lines; 0 disables them. Default 1s.
 	Progress time.Duration
+	// AccessKey and SecretKey sign every request (RocketMQ ACL): the Go clients with
+	// WithCredentials, the raw frames and the set-up requests with the same signature. Topic
+	// creation needs an admin account. Default none.
+	AccessKey, SecretKey string
 }
 
 // DefaultConfig returns the defaults described on Config.
@@ -99,6 +104,8 @@ func (c *Config) bindFlags(fs *flag.FlagSet) {
 	fs.DurationVar(&c.SendTimeout, "send-timeout", c.SendTimeout, "timeout of one send")
 	fs.DurationVar(&c.Progress, "progress", c.Progress, "progress line period (0: none)")
 	tlsconf.ClientFlags(fs, &c.TLS)
+	fs.StringVar(&c.AccessKey, "ak", c.AccessKey, "ACL access key signing every request (with -sk)")
+	fs.StringVar(&c.SecretKey, "sk", c.SecretKey, "ACL secret key of -ak")
 }
 
 // Validate names the first invalid field.
@@ -137,8 +144,15 @@ func (c Config) Validate() error {
 		return bad("-send-timeout %v <= 0", c.SendTimeout)
 	case c.Progress < 0:
 		return bad("-progress %v < 0", c.Progress)
+	case (c.AccessKey == "") != (c.SecretKey == ""):
+		return bad("-ak and -sk go together")
 	}
 	return nil
+}
+
+// credentials is the ACL key pair (empty when not set).
+func (c Config) credentials() acl.Credentials {
+	return acl.Credentials{AccessKey: c.AccessKey, SecretKey: c.SecretKey}
 }
 
 func (c Config) namesrvs() []string {

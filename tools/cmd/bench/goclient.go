@@ -32,6 +32,7 @@ func newGoProducer(cfg Config, i int, st *stats) (*goProducer, error) {
 		rmqproducer.WithSendMsgTimeout(cfg.SendTimeout),
 		rmqproducer.WithRetry(2),
 		rmqproducer.WithTls(cfg.TLS.TLSEnable),
+		rmqproducer.WithCredentials(primitive.Credentials{AccessKey: cfg.AccessKey, SecretKey: cfg.SecretKey}),
 	)
 	if err != nil {
 		return nil, err
@@ -135,6 +136,7 @@ func newGoConsumer(cfg Config, group string, i int, st *stats, all bool) (*goCon
 		rmqconsumer.WithConsumeFromWhere(from),
 		rmqconsumer.WithConsumeMessageBatchMaxSize(32),
 		rmqconsumer.WithTls(cfg.TLS.TLSEnable),
+		rmqconsumer.WithCredentials(primitive.Credentials{AccessKey: cfg.AccessKey, SecretKey: cfg.SecretKey}),
 	)
 	if err != nil {
 		return nil, err

@@ -8,6 +8,9 @@
 // the master, PULL_MESSAGE loops against the master or, with -pull-from slave, the slave), which
 // measures the broker rather than the client library.
 //
+// Against a group with ACL on (aclEnable=true), -ak ACCESS_KEY -sk SECRET_KEY sign every
+// request; creating a missing topic needs an admin account, sending PUB and consuming SUB.
+//
 // While it runs it prints a progress line each second; at the end it prints messages/s, MB/s,
 // p50/p99/p99.9 send latency, end-to-end (store to delivery) latency of consumed messages, and
 // the count of each send status.

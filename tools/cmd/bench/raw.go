@@ -27,7 +27,7 @@ func newRawProducer(cfg Config, r *route, i int, st *stats) (*rawProducer, error
 	if len(r.write) == 0 {
 		return nil, fmt.Errorf("topic %s has no writable queue on a master", cfg.Topic)
 	}
-	return &rawProducer{cfg: cfg, st: st, cli: newRemotingClient(cfg.SendTimeout, cfg.tlsClient), queues: r.write, next: i}, nil
+	return &rawProducer{cfg: cfg, st: st, cli: newRemotingClient(cfg.SendTimeout, cfg.tlsClient, cfg.credentials()), queues: r.write, next: i}, nil
 }
 
 func (p *rawProducer) close() { _ = p.cli.Close() }
@@ -147,7 +147,7 @@ type rawConsumer struct {
 }
 
 func newRawConsumer(cfg Config, a *admin, r *route, group string, i int, st *stats, all bool) (*rawConsumer, error) {
-	c := &rawConsumer{cfg: cfg, st: st, cli: newRemotingClient(10*time.Second, cfg.tlsClient), group: group, all: all,
+	c := &rawConsumer{cfg: cfg, st: st, cli: newRemotingClient(10*time.Second, cfg.tlsClient, cfg.credentials()), group: group, all: all,
 		clientID: fmt.Sprintf("127.0.0.1@bench-%d-%x-%d", os.Getpid(), st.runID&0xffffff, i)}
 	for k, q := range r.read {
 		if k%cfg.Consumers == i {

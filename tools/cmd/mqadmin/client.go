@@ -13,6 +13,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/rmqha/rmqha/libs/acl"
 	"github.com/rmqha/rmqha/libs/broker/route"
 	"github.com/rmqha/rmqha/libs/remoting"
 	"github.com/sirupsen/logrus"
@@ -29,6 +30,8 @@ type Config struct {
 	Logger logrus.FieldLogger
 	// TLS, when set, makes every remoting connection TLS (-tls.enable). Default nil.
 	TLS *tls.Config
+	// Credentials sign every request (RocketMQ ACL); empty sends unsigned requests. Default none.
+	Credentials acl.Credentials
 }
 
 // DefaultConfig returns the defaults described on Config.
@@ -69,6 +72,7 @@ func NewAdmin(cfg Config) (*Admin, error) {
 	cc := remoting.DefaultClientConfig()
 	cc.DialTimeout, cc.RequestTimeout, cc.Logger = cfg.Timeout, cfg.Timeout, cfg.Logger
 	cc.TLS = cfg.TLS
+	cc.Signer = acl.CredentialsSigner(cfg.Credentials)
 	return &Admin{cfg: cfg, cli: remoting.NewClient(cc), http: &http.Client{Timeout: cfg.Timeout}}, nil
 }
 

@@ -27,12 +27,14 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"path/filepath"
 	"sort"
 	"strings"
 	"syscall"
 	"text/tabwriter"
 	"time"
 
+	"github.com/rmqha/rmqha/libs/acl"
 	"github.com/rmqha/rmqha/libs/tlsconf"
 )
 
@@ -78,6 +80,9 @@ type opts struct {
 	watch    bool
 	interval time.Duration
 	count    int
+	// accessKey and secretKey sign every request (-ak/-sk, else ROCKETMQ_HOME/conf/tools.yml).
+	accessKey string
+	secretKey string
 }
 
 // env is what a command runs with.
@@ -107,6 +112,9 @@ func usage(w io.Writer) {
 		fmt.Fprintf(tw, "  %s\t%s\n", c.name, c.summary)
 	}
 	_ = tw.Flush()
+	fmt.Fprintln(w, "\nWith ACL on the name servers and brokers, sign requests with -ak ACCESS_KEY -sk SECRET_KEY")
+	fmt.Fprintln(w, "(admin commands need an admin account); without them the accessKey and secretKey of")
+	fmt.Fprintln(w, "$ROCKETMQ_HOME/conf/tools.yml are used when that file exists, as RocketMQ's mqadmin does.")
 	fmt.Fprintln(w, "\nRun 'mqadmin <command> -h' for a command's flags.")
 	fmt.Fprintln(w, "Exit codes: 0 ok, 1 failed at a server, 2 usage error, 3 server unreachable.")
 }
@@ -140,6 +148,8 @@ func runContext(ctx context.Context, args []string, stdout, stderr io.Writer) in
 	fs.DurationVar(&o.timeout, "timeout", 3*time.Second, "timeout of each request")
 	tc := tlsconf.DefaultConfig()
 	tlsconf.ClientFlags(fs, &tc)
+	fs.StringVar(&o.accessKey, "ak", "", "ACL access key signing every request (default: accessKey of $ROCKETMQ_HOME/conf/tools.yml)")
+	fs.StringVar(&o.secretKey, "sk", "", "ACL secret key of -ak")
 	if cmd.flags != nil {
 		cmd.flags(fs, &o)
 	}
@@ -165,6 +175,12 @@ func runContext(ctx context.Context, args []string, stdout, stderr io.Writer) in
 		fmt.Fprintf(stderr, "mqadmin %s: %v\n", cmd.name, err)
 		return ExitUsage
 	}
+	creds, err := credentials(o, os.Getenv("ROCKETMQ_HOME"))
+	if err != nil {
+		fmt.Fprintf(stderr, "mqadmin %s: %v\n", cmd.name, err)
+		return ExitUsage
+	}
+	cfg.Credentials = creds
 	admin, err := NewAdmin(cfg)
 	if err != nil {
 		fmt.Fprintf(stderr, "mqadmin %s: %v\n", cmd.name, err)
@@ -177,6 +193,30 @@ func runContext(ctx context.Context, args []string, stdout, stderr io.Writer) in
 		return exitCode(err)
 	}
 	return ExitOK
+}
+
+// credentials are the ACL keys of this run: -ak/-sk (both), else the accessKey and secretKey
+// of rocketmqHome/conf/tools.yml when that file exists (RocketMQ's tools read the same file),
+// else none.
+func credentials(o opts, rocketmqHome string) (acl.Credentials, error) {
+	if o.accessKey != "" || o.secretKey != "" {
+		if o.accessKey == "" || o.secretKey == "" {
+			return acl.Credentials{}, fmt.Errorf("%w: -ak and -sk go together", ErrUsage)
+		}
+		return acl.Credentials{AccessKey: o.accessKey, SecretKey: o.secretKey}, nil
+	}
+	if rocketmqHome == "" {
+		return acl.Credentials{}, nil
+	}
+	path := filepath.Join(rocketmqHome, "conf", "tools.yml")
+	if _, err := os.Stat(path); err != nil {
+		return acl.Credentials{}, nil
+	}
+	c, err := acl.LoadCredentials(path)
+	if err != nil {
+		return acl.Credentials{}, fmt.Errorf("%w: %w", ErrUsage, err)
+	}
+	return c, nil
 }
 
 // splitAddrs splits "a:1;b:2" (commas accepted too) into addresses.
