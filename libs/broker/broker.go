@@ -56,6 +56,8 @@ type Broker struct {
 
 	masterAddr atomic.Value // string: the group master's client address, from registration
 
+	haSecret string // haSecret or the content of haSecretFile ("" with haAllowUnauthenticated)
+
 	state      atomic.Int32
 	ctx        context.Context
 	cancel     context.CancelFunc
@@ -103,6 +105,10 @@ func New(cfg Config, logger logrus.FieldLogger) (*Broker, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
+	haSecret, err := cfg.HASecretValue()
+	if err != nil {
+		return nil, err
+	}
 	if logger == nil {
 		l := logrus.New()
 		l.SetLevel(logrus.WarnLevel)
@@ -121,6 +127,7 @@ func New(cfg Config, logger logrus.FieldLogger) (*Broker, error) {
 		claimAfter:  claimWarnAfter,
 		claimRepeat: claimWarnRepeat,
 		claimEvery:  claimCheckEvery,
+		haSecret:    haSecret,
 	}
 	b.rv.Store(&roleView{role: cfg.BrokerRole, id: cfg.BrokerID})
 	b.metrics = newBrokerMetrics(b, cfg.MetricsEnable)
@@ -181,6 +188,7 @@ func (b *Broker) Start() error {
 		}
 		return ErrClosed
 	}
+	b.warnHAOptOuts()
 	if err := b.start(); err != nil {
 		b.state.Store(stateStopping)
 		b.teardown(context.Background())
