@@ -16,6 +16,7 @@ import (
 	"github.com/rmqha/rmqha/libs/broker/route"
 	"github.com/rmqha/rmqha/libs/remoting"
 	"github.com/rmqha/rmqha/tools/harness"
+	"github.com/rmqha/rmqha/tools/secretfile"
 	"github.com/sirupsen/logrus"
 )
 
@@ -50,6 +51,10 @@ type GroupConfig struct {
 	ReadyTimeout time.Duration
 	// Stdout, when set, also receives every process's output.
 	Stdout io.Writer
+	// HAFront, when set, is called with the master's HA address once the master runs and
+	// returns the address the slave dials instead (an attack test's man in the middle).
+	// Default nil: the slave dials the master (or the HAProxy).
+	HAFront func(masterHA string) string
 }
 
 // DefaultGroupConfig returns the defaults described on GroupConfig.
@@ -78,6 +83,8 @@ func (c GroupConfig) Validate() error {
 		return fmt.Errorf("%w: ReadyTimeout %v <= 0", ErrInvalidConfig, c.ReadyTimeout)
 	case c.ProxyHA && c.NoSlave:
 		return fmt.Errorf("%w: ProxyHA without a slave", ErrInvalidConfig)
+	case c.HAFront != nil && (c.NoSlave || c.ProxyHA):
+		return fmt.Errorf("%w: HAFront needs a slave and no ProxyHA", ErrInvalidConfig)
 	}
 	return nil
 }
@@ -96,6 +103,9 @@ type Group struct {
 	SlaveAddr   string // remoting address of the slave (brokerId 1); "" without a slave
 	MasterHTTP  string // the master's /status endpoint host:port
 	SlaveHTTP   string // the slave's /status endpoint host:port
+	// HASecretFile holds the group's HA secret (random, written for this run); every broker
+	// reads it with haSecretFile.
+	HASecretFile string
 
 	// Admin is a raw remoting client for checks (routes, offsets, stored records).
 	Admin *remoting.Client
@@ -123,6 +133,10 @@ func StartGroup(t testing.TB, cfg GroupConfig) *Group {
 	if !cfg.NoSlave {
 		g.SlaveAddr = harness.Addr(ports[4])
 		g.SlaveHTTP = harness.Addr(ports[6])
+	}
+	var err error
+	if g.HASecretFile, _, err = secretfile.EnsureInstall(filepath.Join(cfg.Dir, "secrets")); err != nil {
+		t.Fatal(err)
 	}
 	ccfg := remoting.DefaultClientConfig()
 	ccfg.Logger = quietLogger()
@@ -157,6 +171,9 @@ func StartGroup(t testing.TB, cfg GroupConfig) *Group {
 			g.HAProxy = harness.NewProxyT(t, g.MasterHA)
 			haTarget = g.HAProxy.Addr()
 		}
+		if cfg.HAFront != nil {
+			haTarget = cfg.HAFront(g.MasterHA)
+		}
 		g.Slave = start("slave", g.brokerConf(1, "SLAVE", ports[4], ports[5], ports[6], haTarget, cfg.ExtraSlave))
 		g.waitProc(t, g.Slave, func() error { return g.routeHas("TBW102", 1, g.SlaveAddr) })
 		g.WaitSlaveInSync(t)
@@ -173,6 +190,7 @@ func (g *Group) brokerConf(id int, role string, port, haPort, httpPort int, haMa
 	fmt.Fprintf(&b, "storePathRootDir=%s\n", filepath.Join(c.Dir, map[int]string{0: "master", 1: "slave"}[id], "store"))
 	fmt.Fprintf(&b, "mappedFileSizeCommitLog=%d\nmaxMessageSize=%d\nslaveTimeout=%d\n", c.MappedFileSizeCommitLog, c.MaxMessageSize, c.SlaveTimeout.Milliseconds())
 	b.WriteString("slaveReadEnable=true\nflushDiskType=ASYNC_FLUSH\n")
+	fmt.Fprintf(&b, "haSecretFile=%s\n", g.HASecretFile)
 	if haMaster != "" {
 		fmt.Fprintf(&b, "haMasterAddress=%s\n", haMaster)
 	}
