@@ -7,8 +7,9 @@
 #
 # Usage: deploy/build-offline-images.sh [BIN_DIR]
 #   BIN_DIR   folder with the service binaries (default: $RMQHA_BIN_DIR, else bin/); they are
-#             built there with scripts/build.sh when namesrv, master, slave, healthcheck or gensecret is
-#             missing. metasync is packed when its binary is there, skipped with a line otherwise.
+#             built there with scripts/build.sh when namesrv, master, slave, healthcheck or
+#             secretinit is missing (the master and slave images carry secretinit, which the
+#             compose files' one-shot secrets service runs). metasync is packed when its binary is there, skipped with a line otherwise.
 #   RMQHA_OFFLINE_TAG   image tag (default offline)
 #   RMQHA_CONSUL_BIN, RMQHA_NATS_SERVER_BIN   the Consul and nats-server binaries (default: what
 #             scripts/deps.sh --env reports, installing them if needed)
@@ -19,7 +20,7 @@ case "$BIN" in /*) ;; *) BIN=$PWD/$BIN ;; esac
 TAG=${RMQHA_OFFLINE_TAG:-offline}
 log() { echo "build-offline-images: $*" >&2; }
 
-for s in namesrv master slave healthcheck gensecret; do
+for s in namesrv master slave healthcheck secretinit; do
   if [ ! -x "$BIN/$s" ]; then
     log "building the binaries into $BIN"
     "$ROOT/scripts/build.sh" "$BIN"
@@ -53,9 +54,9 @@ image() { # image NAME DOCKERFILE TARGET CONF FILE... (CONF: a deploy/conf file 
   return "${PIPESTATUS[0]}"
 }
 
-image namesrv namesrv/Dockerfile prebuilt namesrv.conf "$BIN/namesrv" "$BIN/healthcheck" "$BIN/gensecret"
-image master master/Dockerfile prebuilt broker.conf "$BIN/master" "$BIN/healthcheck"
-image slave slave/Dockerfile prebuilt broker.conf "$BIN/slave" "$BIN/healthcheck"
+image namesrv namesrv/Dockerfile prebuilt namesrv.conf "$BIN/namesrv" "$BIN/healthcheck"
+image master master/Dockerfile prebuilt broker.conf "$BIN/master" "$BIN/healthcheck" "$BIN/secretinit"
+image slave slave/Dockerfile prebuilt broker.conf "$BIN/slave" "$BIN/healthcheck" "$BIN/secretinit"
 if [ -x "$BIN/metasync" ]; then
   image metasync metasync/Dockerfile prebuilt metasync.conf "$BIN/metasync" "$BIN/healthcheck"
 else

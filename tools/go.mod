@@ -9,6 +9,7 @@ require (
 	github.com/nats-io/nats.go v1.55.0
 	github.com/rmqha/rmqha/libs/acl v0.0.0
 	github.com/rmqha/rmqha/libs/discovery v0.0.0
+	github.com/rmqha/rmqha/libs/hawire v0.0.0
 	github.com/rmqha/rmqha/libs/remoting v0.0.0
 	github.com/sirupsen/logrus v1.10.2
 	github.com/stretchr/testify v1.12.1

@@ -64,6 +64,8 @@ type Broker struct {
 	// reach each name server in registrationTime order (it refuses an older time).
 	regMu sync.Mutex
 
+	haSecret string // haSecret or the content of haSecretFile ("" with haAllowUnauthenticated)
+
 	state      atomic.Int32
 	ctx        context.Context
 	cancel     context.CancelFunc
@@ -117,6 +119,10 @@ func New(cfg Config, logger logrus.FieldLogger) (*Broker, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
+	haSecret, err := cfg.HASecretValue()
+	if err != nil {
+		return nil, err
+	}
 	if logger == nil {
 		l := logrus.New()
 		l.SetLevel(logrus.WarnLevel)
@@ -135,6 +141,7 @@ func New(cfg Config, logger logrus.FieldLogger) (*Broker, error) {
 		claimAfter:  claimWarnAfter,
 		claimRepeat: claimWarnRepeat,
 		claimEvery:  claimCheckEvery,
+		haSecret:    haSecret,
 	}
 	if err := b.resolveTLS(); err != nil {
 		return nil, err
@@ -198,6 +205,7 @@ func (b *Broker) Start() error {
 		}
 		return ErrClosed
 	}
+	b.warnHAOptOuts()
 	if err := b.start(); err != nil {
 		b.state.Store(stateStopping)
 		b.teardown(context.Background())

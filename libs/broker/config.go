@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"net"
 	"net/netip"
+	"os"
 	"strconv"
 	"strings"
 	"time"
@@ -11,6 +12,7 @@ import (
 	"github.com/rmqha/rmqha/libs/acl"
 	"github.com/rmqha/rmqha/libs/broker/schedule"
 	"github.com/rmqha/rmqha/libs/commitlog/vfs"
+	"github.com/rmqha/rmqha/libs/hawire"
 	"github.com/rmqha/rmqha/libs/remoting"
 	"github.com/rmqha/rmqha/libs/tlsconf"
 )
@@ -95,8 +97,27 @@ type Config struct {
 	HAHousekeepingInterval time.Duration `prop:"haHousekeepingInterval,ms"`
 	// HATransferBatchSize is the most CommitLog bytes in one HA data frame. Default 1 MiB.
 	HATransferBatchSize int `prop:"haTransferBatchSize"`
-	// HASecret, when set, makes slaves prove they know it on the HA port. Default "".
+	// HA link authentication (both ends prove the group's shared secret on every connection; see
+	// libs/hawire). Every broker of a group, failover nodes included, uses the same secret.
+	//
+	// HASecret is the shared HA secret, at least 16 bytes. Set it or haSecretFile: without
+	// either a broker refuses to start unless haAllowUnauthenticated=true. Masked in the
+	// start-up line. Default "".
 	HASecret string `prop:"haSecret"`
+	// HASecretFile is a file whose content, surrounding white space trimmed, is the HA secret
+	// (at least 16 bytes); an unreadable or short file refuses start, and so does setting both
+	// haSecret and haSecretFile. Default "".
+	HASecretFile string `prop:"haSecretFile"`
+	// HAAllowUnauthenticated runs the HA link without a secret: anyone who reaches the HA port
+	// can pose as a slave (and turn SLAVE_NOT_AVAILABLE into SEND_OK), anyone at the master's
+	// address as the master. Only for networks where nothing else can connect; a warning at
+	// every start. Default false.
+	HAAllowUnauthenticated bool `prop:"haAllowUnauthenticated"`
+	// HAAllowWipe lets a master that proved itself make this slave wipe its whole non-empty log
+	// and copy everything again, when the two logs share nothing above the slave's oldest
+	// segment or the slave's log ends before the master's oldest segment. Off, the slave
+	// refuses (and reports it) or stops. A warning at start and at every wipe. Default false.
+	HAAllowWipe bool `prop:"haAllowWipe"`
 	// RegisterNameServerPeriod is the registration period, clamped to [10s, 60s]. Default 30s.
 	RegisterNameServerPeriod time.Duration `prop:"registerNameServerPeriod,ms"`
 	// BrokerSuspendMaxTime caps how long a long-polling pull is held. Default 15s.
@@ -397,6 +418,23 @@ func (c Config) Validate() error {
 	if (c.AccessKey == "") != (c.SecretKey == "") {
 		return bad("secretKey", "accessKey and secretKey are set together (accessKey %q)", c.AccessKey)
 	}
+	return c.validateHASecret(bad)
+}
+
+// MinHASecretLen is the shortest HA secret accepted, in bytes.
+const MinHASecretLen = hawire.MinSecretLen
+
+// validateHASecret requires an HA secret (haSecret or haSecretFile) unless
+// haAllowUnauthenticated is set; the file itself is read by HASecretValue.
+func (c Config) validateHASecret(bad func(key, format string, a ...any) error) error {
+	switch {
+	case c.HASecret != "" && c.HASecretFile != "":
+		return bad("haSecretFile", "set together with haSecret; set only one of them")
+	case c.HASecret != "" && len(c.HASecret) < MinHASecretLen:
+		return bad("haSecret", "%d bytes, at least %d are needed so that it cannot be guessed (for example the output of: openssl rand -hex 32)", len(c.HASecret), MinHASecretLen)
+	case c.HASecret == "" && c.HASecretFile == "" && !c.HAAllowUnauthenticated:
+		return bad("haSecret", "brokerRole=%s needs the broker group's shared HA secret: set haSecretFile (a file holding it) or haSecret (at least %d bytes), the same on every broker of the group, or haAllowUnauthenticated=true to run the HA link without authentication", c.BrokerRole, MinHASecretLen)
+	}
 	return nil
 }
 
@@ -406,6 +444,24 @@ func (c Config) registrationSecret() (string, error) {
 	s, err := acl.LoadSecret(c.RegistrationSecret, c.RegistrationSecretFile, "registrationSecret", "registrationSecretFile")
 	if err != nil {
 		return "", fmt.Errorf("%w: %w", ErrInvalidConfig, err)
+	}
+	return s, nil
+}
+
+// HASecretValue is the HA secret in effect: haSecret, or the trimmed content of haSecretFile
+// (an error when it cannot be read or is shorter than MinHASecretLen); "" only with
+// haAllowUnauthenticated and neither key set.
+func (c Config) HASecretValue() (string, error) {
+	if c.HASecretFile == "" {
+		return c.HASecret, nil
+	}
+	b, err := os.ReadFile(c.HASecretFile)
+	if err != nil {
+		return "", fmt.Errorf("%w: haSecretFile: %v", ErrInvalidConfig, err)
+	}
+	s := strings.TrimSpace(string(b))
+	if len(s) < MinHASecretLen {
+		return "", fmt.Errorf("%w: haSecretFile: %s holds %d bytes, at least %d are needed so that the secret cannot be guessed", ErrInvalidConfig, c.HASecretFile, len(s), MinHASecretLen)
 	}
 	return s, nil
 }

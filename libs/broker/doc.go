@@ -24,6 +24,13 @@
 // pull like a long poll), never an offset correction; below its start it sends the consumer
 // back to the master while the master is reachable.
 //
+// Master and slaves of a group (failover nodes included) prove to each other on every HA
+// connection that they hold the group's shared secret (haSecret or haSecretFile, at least 16
+// bytes; see libs/hawire): no role starts without one unless haAllowUnauthenticated=true, a
+// peer without it never counts as a copy, and a slave never truncates, wipes or takes data for
+// a master that did not prove it. A slave wipes its whole log for a master it shares nothing
+// with only under haAllowWipe=true. Both opt-outs are warnings at every start.
+//
 // # Answers without parked goroutines
 //
 // Handlers never block on durability. A send that must wait registers its flush waiter

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/rmqha/rmqha/libs/commitlog"
+	"github.com/rmqha/rmqha/libs/hawire/hawiretest"
 	"github.com/rmqha/rmqha/libs/remoting"
 	"github.com/sirupsen/logrus"
 	"github.com/stretchr/testify/require"
@@ -22,9 +23,13 @@ func testLogger() logrus.FieldLogger {
 	return l
 }
 
+// testHASecret is the HA secret every in-process broker of a test run shares, drawn once per run.
+var testHASecret = hawiretest.NewSecret()
+
 func testConfig(t testing.TB) Config {
 	t.Helper()
 	cfg := DefaultConfig()
+	cfg.HASecret = testHASecret
 	cfg.ListenPort = 0
 	cfg.BindAddress = "127.0.0.1"
 	cfg.BrokerIP1 = "127.0.0.1"

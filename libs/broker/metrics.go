@@ -425,6 +425,7 @@ var (
 	descReplLagSec    = desc("ha_replication_lag_seconds", "Slave: time since the slave last held everything the master had reported.")
 	descMasterMax     = desc("ha_master_max_offset", "Slave: the master's log end as last reported.")
 	descReconnects    = desc("ha_reconnects_total", "Slave: connections to the master after the first.")
+	descHARefused     = desc("ha_refused_masters_total", "Slave: master verdicts refused, by reason (unproven: no valid master proof; stale_epoch: master epoch below the slave's; wipe_refused: a wipe without haAllowWipe; bad_verdict: contradicts the slave's log; version: no shared protocol version).", "reason")
 )
 
 var allDescs = []*prometheus.Desc{
@@ -433,7 +434,7 @@ var allDescs = []*prometheus.Desc{
 	descPullReq, descHeld, descMetaVer, descMetaLen, descClients, descEpoch, descConfirmed,
 	descInSync, descInSyncSlaves, descNeeded, descSlavesConn, descWaiters, descSlaveLag,
 	descSlaveLagSec, descSlaveInSync, descSlaveAck, descSlaveAckAge, descHACounter,
-	descReplConnected, descReplFailed, descReplLag, descReplLagSec, descMasterMax, descReconnects,
+	descReplConnected, descReplFailed, descReplLag, descReplLagSec, descMasterMax, descReconnects, descHARefused,
 }
 
 func (c *stateCollector) Describe(ch chan<- *prometheus.Desc) {
@@ -549,6 +550,12 @@ func (c *stateCollector) Collect(ch chan<- prometheus.Metric) {
 		gauge(descReplLagSec, ss.LagSeconds)
 		gauge(descMasterMax, float64(ss.MasterMaxOffset))
 		counter(descReconnects, float64(ss.Reconnects))
+		k := ss.Counters
+		counter(descHARefused, float64(k.UnprovenMasters), "unproven")
+		counter(descHARefused, float64(k.StaleMasters), "stale_epoch")
+		counter(descHARefused, float64(k.WipesRefused), "wipe_refused")
+		counter(descHARefused, float64(k.BadVerdicts), "bad_verdict")
+		counter(descHARefused, float64(k.VersionRefusals), "version")
 	}
 }
 

@@ -354,7 +354,7 @@ func (b *Broker) newHAMaster(cfg Config) (*hawire.Master, string, error) {
 	mc := hawire.DefaultMasterConfig()
 	mc.ListenAddr = net.JoinHostPort(cfg.BindAddress, strconv.Itoa(cfg.EffectiveHAListenPort()))
 	mc.ClusterName, mc.BrokerName = cfg.BrokerClusterName, cfg.BrokerName
-	mc.Secret = cfg.HASecret
+	mc.Secret, mc.AllowUnauthenticated = b.haSecret, b.haSecret == ""
 	mc.TransferBatchSize = cfg.HATransferBatchSize
 	mc.HousekeepingInterval = cfg.HAHousekeepingInterval
 	mc.HeartbeatInterval = cfg.HASendHeartbeatInterval
@@ -379,7 +379,10 @@ func (b *Broker) newHAMaster(cfg Config) (*hawire.Master, string, error) {
 func (b *Broker) newHASlave(cfg Config, disc *regDiscovery) (*hawire.Slave, error) {
 	sc := hawire.DefaultSlaveConfig()
 	sc.ClusterName, sc.BrokerName, sc.BrokerID = cfg.BrokerClusterName, cfg.BrokerName, cfg.BrokerID
-	sc.Secret = cfg.HASecret
+	sc.Secret, sc.AllowUnauthenticated = b.haSecret, b.haSecret == ""
+	if cfg.HAAllowWipe {
+		sc.AllowWipe, sc.OnTooOld = true, hawire.OnTooOldWipe
+	}
 	sc.HeartbeatInterval = cfg.HASendHeartbeatInterval
 	sc.HousekeepingInterval = cfg.HAHousekeepingInterval
 	sc.EpochDir = cfg.StorePathRootDir
@@ -544,5 +547,15 @@ func (b *Broker) roleStatus(st *Status) {
 	st.WritesFenced = b.role.fenced.Load()
 	if fn := b.role.status.Load(); fn != nil {
 		st.Failover = (*fn)()
+	}
+}
+
+// warnHAOptOuts logs, at every start, the HA settings that weaken what the group guarantees.
+func (b *Broker) warnHAOptOuts() {
+	if b.haSecret == "" {
+		b.log.WithField("key", "haAllowUnauthenticated").Warn("HA link runs without authentication (haAllowUnauthenticated=true): anyone who reaches the HA port can pose as a slave and turn SLAVE_NOT_AVAILABLE into SEND_OK, anyone at the master's HA address as the master; set haSecretFile or haSecret instead")
+	}
+	if b.cfg.HAAllowWipe {
+		b.log.WithField("key", "haAllowWipe").Warn("haAllowWipe=true: a master that proves itself may make this broker, as a slave, wipe its whole log and copy everything again")
 	}
 }

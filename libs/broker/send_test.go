@@ -141,6 +141,7 @@ func TestSlaveRefusesWrites(t *testing.T) {
 
 func TestConfigValidate(t *testing.T) {
 	cfg := DefaultConfig()
+	cfg.HASecret = testHASecret
 	require.NoError(t, cfg.Validate())
 	cfg.BrokerRole = RoleSlave
 	err := cfg.Validate()

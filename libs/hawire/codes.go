@@ -7,11 +7,14 @@ package hawire
 const Magic uint32 = 0x524D4841
 
 // Protocol versions. A master advertises [MinVersion, MaxVersion] in its
-// Hello; a slave answers with the highest version both support.
+// Hello; a slave answers with the highest version both support. Version 1
+// proved only the slave to the master; it is refused (UNSUPPORTED_VERSION)
+// because a version-1 master cannot prove itself (see the package doc).
 const (
 	Version1   uint16 = 1
-	MinVersion        = Version1
-	MaxVersion        = Version1
+	Version2   uint16 = 2 // mutual proof: slave nonce in HANDSHAKE, master proof in ACCEPT and ERROR
+	MinVersion        = Version2
+	MaxVersion        = Version2
 )
 
 // FrameType is the byte following the length of every frame.
@@ -108,7 +111,8 @@ const (
 	MaxEpochEntries = 1 << 15
 	// ProofLen is the length of an HMAC-SHA256 proof.
 	ProofLen = 32
-	// NonceLen is the length of the master's Hello nonce.
+	// NonceLen is the length of the master's Hello nonce and of the slave's
+	// Handshake nonce.
 	NonceLen = 32
 	// DataHeaderLen is the fixed part of a Data frame body.
 	DataHeaderLen = 8 + 8 + 8 + 8 + 4

@@ -54,9 +54,28 @@ var (
 	// ErrClosed is returned by operations on a closed Master or Slave.
 	ErrClosed = errors.New("hawire: closed")
 	// ErrFailed is reported by a Slave that stopped replicating after an
-	// unrecoverable answer (offset too old with OnTooOld=fail, divergence with
-	// OnDiverged=fail, unsupported version).
+	// unrecoverable answer from a master that proved itself (offset too old
+	// with OnTooOld=fail, divergence with OnDiverged=fail, segment sizes or
+	// versions that differ).
 	ErrFailed = errors.New("hawire: replication stopped")
+	// ErrMasterUnproven is a slave's refusal of a verdict (ACCEPT or ERROR)
+	// whose master proof is missing or wrong: the peer does not know the
+	// secret, or the verdict was recorded on another connection.
+	ErrMasterUnproven = errors.New("hawire: master did not prove it knows the secret")
+	// ErrStaleMaster is a slave's refusal of a master whose epoch is below
+	// the slave's own last epoch.
+	ErrStaleMaster = errors.New("hawire: master epoch below the slave's last epoch")
+	// ErrWipeRefused is a slave's refusal of a verdict that would wipe its
+	// non-empty log (DIVERGED at or below its MinOffset, OFFSET_TOO_OLD)
+	// while SlaveConfig.AllowWipe is off.
+	ErrWipeRefused = errors.New("hawire: wiping the slave log needs AllowWipe")
+	// ErrBadVerdict is a slave's refusal of a verdict that contradicts its
+	// own log (a common point at or beyond its end, a master min at or below
+	// its end, an accept starting elsewhere).
+	ErrBadVerdict = errors.New("hawire: master verdict contradicts the slave log")
+	// ErrNoSecret is returned by Validate when no secret is configured and
+	// AllowUnauthenticated is off.
+	ErrNoSecret = errors.New("hawire: no secret")
 )
 
 // RemoteError is an Error frame received from the peer.

@@ -11,6 +11,7 @@ import (
 func ExampleMaster() {
 	store := memlog.New(1 << 30) // the real broker passes its *commitlog.Store
 	cfg := hawire.DefaultMasterConfig()
+	cfg.Secret = hawiretest.Secret // the broker's haSecret or haSecretFile, shared by the group
 	cfg.ListenAddr = "127.0.0.1:0"
 	cfg.EpochDir = "" // the broker uses a folder next to its CommitLog
 	m, err := hawire.NewMaster(cfg, store)
@@ -39,6 +40,7 @@ func ExampleMaster() {
 func ExampleSlave() {
 	store := memlog.New(1 << 30)
 	cfg := hawire.DefaultSlaveConfig()
+	cfg.Secret = hawiretest.Secret // the same secret as the master's
 	cfg.BrokerID = 1
 	s, err := hawire.NewSlave(cfg, store, hawire.StaticDiscovery("127.0.0.1:10912"))
 	if err != nil {

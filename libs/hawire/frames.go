@@ -10,22 +10,26 @@ import (
 // Hello is the master's first frame on a connection.
 type Hello struct {
 	MinVersion, MaxVersion uint16
-	Nonce                  [NonceLen]byte // fresh random bytes; the proof covers them, so a replayed handshake fails
+	Nonce                  [NonceLen]byte // fresh random bytes; both proofs cover them, so a replayed handshake fails
 }
 
 // Handshake is the slave's answer to Hello.
 type Handshake struct {
 	Version        uint16
-	Flags          uint16 // reserved, 0 in version 1
+	Flags          uint16 // reserved, 0
 	Cluster        string
 	BrokerName     string
-	BrokerID       int64  // ≥ 1
-	MinOffset      int64  // slave log MinOffset; MinOffset == MaxOffset means an empty log
-	MaxOffset      int64  // slave log MaxOffset: the next byte it needs
-	SegmentSize    int64  // must equal the master's
-	LastEpoch      int64  // newest epoch in the slave's epoch file, 0 if none
-	LastEpochStart int64  // start offset of LastEpoch
-	Proof          []byte // empty, or HMAC-SHA256 (ProofLen bytes)
+	BrokerID       int64 // ≥ 1
+	MinOffset      int64 // slave log MinOffset; MinOffset == MaxOffset means an empty log
+	MaxOffset      int64 // slave log MaxOffset: the next byte it needs
+	SegmentSize    int64 // must equal the master's
+	LastEpoch      int64 // newest epoch in the slave's epoch file, 0 if none
+	LastEpochStart int64 // start offset of LastEpoch
+	// SlaveNonce is the slave's fresh random bytes (version 2 and later; a
+	// version-1 handshake has no such field). The master's proof covers
+	// them, so a recorded ACCEPT or ERROR does not verify on another connection.
+	SlaveNonce [NonceLen]byte
+	Proof      []byte // empty, or the slave's proof, HMAC-SHA256 (ProofLen bytes); see SlaveProof
 }
 
 // EpochEntry says that epoch Epoch's data starts at StartOffset. An epoch ends
@@ -43,6 +47,7 @@ type Accept struct {
 	MasterMax   int64
 	Confirmed   int64 // highest offset held by InSyncReplicas copies
 	Epochs      []EpochEntry
+	Proof       []byte // empty, or the master's proof (ProofLen bytes); see AcceptProof
 }
 
 // Data carries whole CommitLog records starting at StartOffset.
@@ -74,6 +79,14 @@ type ErrorFrame struct {
 	Code    ErrorCode
 	Offset  int64
 	Message string
+	// Extended marks the version-2 trailer a master appends to its
+	// refusals: its epoch and log bounds and its proof. Absent on frames a
+	// slave sends and on refusals sent before a handshake could be read.
+	Extended    bool
+	MasterEpoch int64
+	MasterMin   int64
+	MasterMax   int64
+	Proof       []byte // empty, or the master's proof (ProofLen bytes); see ErrorProof
 }
 
 var castagnoli = crc32.MakeTable(crc32.Castagnoli)
@@ -129,7 +142,14 @@ func appendHandshakeBody(dst []byte, h Handshake) []byte {
 	dst = appendI64(dst, h.SegmentSize)
 	dst = appendI64(dst, h.LastEpoch)
 	dst = appendI64(dst, h.LastEpochStart)
-	p := h.Proof
+	if h.Version >= Version2 {
+		dst = append(dst, h.SlaveNonce[:]...)
+	}
+	return appendProof(dst, h.Proof)
+}
+
+// appendProof appends a u8 length and the proof bytes (at most 255).
+func appendProof(dst, p []byte) []byte {
 	if len(p) > 255 {
 		p = p[:255]
 	}
@@ -147,6 +167,13 @@ func AppendHandshake(dst []byte, h Handshake) []byte {
 // AppendAccept appends a complete Accept frame.
 func AppendAccept(dst []byte, a Accept) []byte {
 	dst, s := beginFrame(dst, FrameAccept)
+	dst = appendAcceptBody(dst, a)
+	return endFrame(dst, s)
+}
+
+// appendAcceptBody appends the Accept body; the master's proof is computed
+// over this body with an empty proof.
+func appendAcceptBody(dst []byte, a Accept) []byte {
 	dst = appendI64(dst, a.Epoch)
 	dst = appendI64(dst, a.StartOffset)
 	dst = appendI64(dst, a.MasterMin)
@@ -157,7 +184,7 @@ func AppendAccept(dst []byte, a Accept) []byte {
 		dst = appendI64(dst, e.Epoch)
 		dst = appendI64(dst, e.StartOffset)
 	}
-	return endFrame(dst, s)
+	return appendProof(dst, a.Proof)
 }
 
 // AppendDataHeader appends the envelope and fixed part of a Data frame whose
@@ -200,10 +227,23 @@ func AppendAck(dst []byte, a Ack) []byte {
 // AppendError appends a complete Error frame.
 func AppendError(dst []byte, e ErrorFrame) []byte {
 	dst, s := beginFrame(dst, FrameError)
+	dst = appendErrorBody(dst, e)
+	return endFrame(dst, s)
+}
+
+// appendErrorBody appends the Error body; the master's proof is computed
+// over this body (trailer included) with an empty proof.
+func appendErrorBody(dst []byte, e ErrorFrame) []byte {
 	dst = binary.BigEndian.AppendUint16(dst, uint16(e.Code))
 	dst = appendI64(dst, e.Offset)
 	dst = appendStr(dst, e.Message)
-	return endFrame(dst, s)
+	if !e.Extended {
+		return dst
+	}
+	dst = appendI64(dst, e.MasterEpoch)
+	dst = appendI64(dst, e.MasterMin)
+	dst = appendI64(dst, e.MasterMax)
+	return appendProof(dst, e.Proof)
 }
 
 // ---------------------------------------------------------------- decoding
@@ -269,6 +309,14 @@ func (d *decoder) off() int64 {
 
 func (d *decoder) str() string { return string(d.take(int(d.u16()))) }
 
+// proof reads a u8 length and that many bytes (nil when empty), copied.
+func (d *decoder) proof() []byte {
+	if p := d.take(int(d.u8())); len(p) > 0 {
+		return append([]byte(nil), p...)
+	}
+	return nil
+}
+
 func (d *decoder) magic() {
 	if m := d.u32(); d.err == nil && m != Magic {
 		d.err = ErrBadMagic
@@ -307,9 +355,10 @@ func DecodeHandshake(body []byte) (Handshake, error) {
 	h.SegmentSize = d.off()
 	h.LastEpoch = d.off()
 	h.LastEpochStart = d.off()
-	if p := d.take(int(d.u8())); len(p) > 0 {
-		h.Proof = append([]byte(nil), p...)
+	if h.Version >= Version2 {
+		copy(h.SlaveNonce[:], d.take(NonceLen))
 	}
+	h.Proof = d.proof()
 	if d.err == nil && h.MinOffset > h.MaxOffset {
 		d.err = fmt.Errorf("%w: min offset %d > max offset %d", ErrBadFrame, h.MinOffset, h.MaxOffset)
 	}
@@ -335,6 +384,7 @@ func DecodeAccept(body []byte) (Accept, error) {
 			a.Epochs[i] = EpochEntry{Epoch: d.off(), StartOffset: d.off()}
 		}
 	}
+	a.Proof = d.proof()
 	return a, d.err
 }
 
@@ -390,6 +440,13 @@ func DecodeError(body []byte) (ErrorFrame, error) {
 	e.Code = ErrorCode(d.u16())
 	e.Offset = d.i64()
 	e.Message = d.str()
+	if d.err == nil && len(d.b) > 0 {
+		e.Extended = true
+		e.MasterEpoch = d.off()
+		e.MasterMin = d.off()
+		e.MasterMax = d.off()
+		e.Proof = d.proof()
+	}
 	return e, d.err
 }
 

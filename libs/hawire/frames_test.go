@@ -18,9 +18,11 @@ func split(t testing.TB, frame []byte, want FrameType) []byte {
 }
 
 func sampleHandshake() Handshake {
-	return Handshake{Version: 1, Cluster: "DefaultCluster", BrokerName: "broker-a", BrokerID: 1,
+	h := Handshake{Version: Version2, Cluster: "DefaultCluster", BrokerName: "broker-a", BrokerID: 1,
 		MinOffset: 0, MaxOffset: 1 << 30, SegmentSize: 1 << 30, LastEpoch: 3, LastEpochStart: 4096,
 		Proof: bytes.Repeat([]byte{7}, ProofLen)}
+	h.SlaveNonce[0], h.SlaveNonce[31] = 5, 6
+	return h
 }
 
 func TestRoundTripEveryFrame(t *testing.T) {
@@ -35,9 +37,23 @@ func TestRoundTripEveryFrame(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, hs, gotHs)
 
+	// A version-1 handshake has no slave nonce; it still decodes, so the
+	// master can name the peer it refuses.
+	v1 := sampleHandshake()
+	v1.Version, v1.SlaveNonce = Version1, [NonceLen]byte{}
+	v1Body := split(t, AppendHandshake(nil, v1), FrameHandshake)
+	require.Len(t, v1Body, len(split(t, AppendHandshake(nil, hs), FrameHandshake))-NonceLen)
+	gotV1, err := DecodeHandshake(v1Body)
+	require.NoError(t, err)
+	require.Equal(t, v1, gotV1)
+
 	a := Accept{Epoch: 4, StartOffset: 100, MasterMin: 0, MasterMax: 200, Confirmed: 150,
-		Epochs: []EpochEntry{{1, 0}, {4, 90}}}
+		Epochs: []EpochEntry{{1, 0}, {4, 90}}, Proof: bytes.Repeat([]byte{3}, ProofLen)}
 	gotA, err := DecodeAccept(split(t, AppendAccept(nil, a), FrameAccept))
+	require.NoError(t, err)
+	require.Equal(t, a, gotA)
+	a.Proof = nil
+	gotA, err = DecodeAccept(split(t, AppendAccept(nil, a), FrameAccept))
 	require.NoError(t, err)
 	require.Equal(t, a, gotA)
 
@@ -59,9 +75,24 @@ func TestRoundTripEveryFrame(t *testing.T) {
 	require.Equal(t, ack, gotAck)
 
 	e := ErrorFrame{Code: CodeDiverged, Offset: 77, Message: "diverged"}
-	gotE, err := DecodeError(split(t, AppendError(nil, e), FrameError))
+	plain := split(t, AppendError(nil, e), FrameError)
+	gotE, err := DecodeError(plain)
 	require.NoError(t, err)
 	require.Equal(t, e, gotE)
+
+	// The version-2 trailer of a master's refusal.
+	e.Extended, e.MasterEpoch, e.MasterMin, e.MasterMax = true, 9, 4096, 1<<40
+	e.Proof = bytes.Repeat([]byte{1}, ProofLen)
+	ext := split(t, AppendError(nil, e), FrameError)
+	require.Equal(t, plain, ext[:len(plain)], "the trailer only appends")
+	require.Len(t, ext, len(plain)+3*8+1+ProofLen)
+	gotE, err = DecodeError(ext)
+	require.NoError(t, err)
+	require.Equal(t, e, gotE)
+	for i := len(plain) + 1; i < len(ext); i++ {
+		_, err := DecodeError(ext[:i])
+		require.ErrorIs(t, err, ErrShortFrame, "trailer cut at %d", i)
+	}
 }
 
 func TestFramesConcatenateAndStream(t *testing.T) {
@@ -108,16 +139,92 @@ func TestDecodersRejectShortAndBad(t *testing.T) {
 	require.ErrorIs(t, err, ErrBadFrame)
 }
 
-func TestProof(t *testing.T) {
+func TestSlaveProof(t *testing.T) {
 	var n1, n2 [NonceLen]byte
 	n2[0] = 1
+	const secret = "0123456789abcdef-slave"
 	hs := sampleHandshake()
-	hs.Proof = ComputeProof("s3cret", n1, hs)
-	require.True(t, VerifyProof("s3cret", n1, hs))
-	require.False(t, VerifyProof("s3cret", n2, hs), "replayed on another nonce")
-	require.False(t, VerifyProof("other", n1, hs))
-	hs.MaxOffset++
-	require.False(t, VerifyProof("s3cret", n1, hs), "tampered field")
+	hs.Proof = SlaveProof(secret, n1, hs)
+	require.True(t, VerifySlaveProof(secret, n1, hs))
+	require.False(t, VerifySlaveProof(secret, n2, hs), "replayed on another master nonce")
+	require.False(t, VerifySlaveProof("0123456789abcdef-other", n1, hs), "wrong secret")
+	for name, tamper := range map[string]func(*Handshake){
+		"max offset":  func(h *Handshake) { h.MaxOffset++ },
+		"min offset":  func(h *Handshake) { h.MinOffset++ },
+		"epoch":       func(h *Handshake) { h.LastEpoch++ },
+		"broker id":   func(h *Handshake) { h.BrokerID++ },
+		"broker":      func(h *Handshake) { h.BrokerName = "broker-b" },
+		"slave nonce": func(h *Handshake) { h.SlaveNonce[3] ^= 1 },
+		"version":     func(h *Handshake) { h.Version = Version1 },
+		"short proof": func(h *Handshake) { h.Proof = h.Proof[:ProofLen-1] },
+	} {
+		h := hs
+		h.Proof = bytes.Clone(hs.Proof)
+		tamper(&h)
+		require.False(t, VerifySlaveProof(secret, n1, h), "tampered %s", name)
+	}
+}
+
+func TestMasterProofs(t *testing.T) {
+	const secret = "0123456789abcdef-master"
+	var mn [NonceLen]byte
+	mn[7] = 7
+	hs := sampleHandshake()
+	hs.Proof = SlaveProof(secret, mn, hs)
+	a := Accept{Epoch: 4, StartOffset: 100, MasterMin: 0, MasterMax: 200, Confirmed: 150, Epochs: []EpochEntry{{1, 0}, {4, 90}}}
+	a.Proof = AcceptProof(secret, mn, hs, a)
+	require.True(t, VerifyAcceptProof(secret, mn, hs, a))
+	e := ErrorFrame{Code: CodeDiverged, Offset: 0, Message: "diverged", Extended: true, MasterEpoch: 4, MasterMin: 0, MasterMax: 200}
+	e.Proof = ErrorProof(secret, mn, hs, e)
+	require.True(t, VerifyErrorProof(secret, mn, hs, e))
+
+	other := hs
+	other.SlaveNonce[0] ^= 1
+	require.False(t, VerifyAcceptProof(secret, mn, other, a), "accept replayed to another slave nonce")
+	require.False(t, VerifyErrorProof(secret, mn, other, e), "error replayed to another slave nonce")
+	var mn2 [NonceLen]byte
+	require.False(t, VerifyAcceptProof(secret, mn2, hs, a), "accept replayed on another master nonce")
+	require.False(t, VerifyErrorProof(secret, mn2, hs, e), "error replayed on another master nonce")
+	require.False(t, VerifyAcceptProof("0123456789abcdef-wrong!", mn, hs, a), "wrong secret")
+	id := hs
+	id.BrokerID = 2
+	id.Proof = SlaveProof(secret, mn, id)
+	require.False(t, VerifyErrorProof(secret, mn, id, e), "verdict for another broker id")
+
+	for name, tamper := range map[string]func(*ErrorFrame){
+		"code":     func(e *ErrorFrame) { e.Code = CodeOffsetTooOld },
+		"offset":   func(e *ErrorFrame) { e.Offset = 1 },
+		"message":  func(e *ErrorFrame) { e.Message = "x" },
+		"epoch":    func(e *ErrorFrame) { e.MasterEpoch = 5 },
+		"min":      func(e *ErrorFrame) { e.MasterMin = 1 },
+		"max":      func(e *ErrorFrame) { e.MasterMax = 1 },
+		"trailer":  func(e *ErrorFrame) { e.Extended = false },
+		"no proof": func(e *ErrorFrame) { e.Proof = nil },
+	} {
+		x := e
+		tamper(&x)
+		require.False(t, VerifyErrorProof(secret, mn, hs, x), "tampered %s", name)
+	}
+	for name, tamper := range map[string]func(*Accept){
+		"epoch":     func(a *Accept) { a.Epoch = 5 },
+		"start":     func(a *Accept) { a.StartOffset = 0 },
+		"min":       func(a *Accept) { a.MasterMin = 1 },
+		"max":       func(a *Accept) { a.MasterMax = 1 },
+		"confirmed": func(a *Accept) { a.Confirmed = 1 },
+		"epochs":    func(a *Accept) { a.Epochs = a.Epochs[:1] },
+	} {
+		x := a
+		tamper(&x)
+		require.False(t, VerifyAcceptProof(secret, mn, hs, x), "tampered %s", name)
+	}
+
+	// Domain and frame-type separation: no proof stands in for another.
+	asErr := ErrorFrame{Extended: true, Proof: a.Proof}
+	require.False(t, VerifyErrorProof(secret, mn, hs, asErr))
+	require.False(t, VerifyAcceptProof(secret, mn, hs, Accept{Proof: hs.Proof}), "a slave proof is not a master proof")
+	// Stable bytes: the proofs are a wire format; changing their input breaks peers.
+	require.Equal(t, "rmqha/hawire v2 slave handshake proof\x00", slaveProofDomain)
+	require.Equal(t, "rmqha/hawire v2 master verdict proof\x00", masterProofDomain)
 }
 
 func TestCheckRecords(t *testing.T) {

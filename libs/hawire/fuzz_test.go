@@ -35,7 +35,9 @@ func FuzzHello(f *testing.F) {
 }
 
 func FuzzHandshake(f *testing.F) {
-	seedFrames(f, AppendHandshake(nil, sampleHandshake()), AppendHandshake(nil, Handshake{}))
+	v1 := sampleHandshake()
+	v1.Version = Version1
+	seedFrames(f, AppendHandshake(nil, sampleHandshake()), AppendHandshake(nil, Handshake{}), AppendHandshake(nil, v1))
 	f.Fuzz(func(t *testing.T, b []byte) {
 		v, err := DecodeHandshake(b)
 		if err != nil {
@@ -44,14 +46,16 @@ func FuzzHandshake(f *testing.F) {
 		_, body, _, _ := SplitFrame(AppendHandshake(nil, v))
 		w, err := DecodeHandshake(body)
 		if err != nil || w.Cluster != v.Cluster || w.BrokerName != v.BrokerName || w.MaxOffset != v.MaxOffset ||
-			w.LastEpoch != v.LastEpoch || !bytes.Equal(w.Proof, v.Proof) || w.BrokerID != v.BrokerID {
+			w.LastEpoch != v.LastEpoch || !bytes.Equal(w.Proof, v.Proof) || w.BrokerID != v.BrokerID ||
+			w.Version != v.Version || w.SlaveNonce != v.SlaveNonce || w.MinOffset != v.MinOffset {
 			t.Fatalf("round trip: %v %+v %+v", err, v, w)
 		}
 	})
 }
 
 func FuzzAccept(f *testing.F) {
-	seedFrames(f, AppendAccept(nil, Accept{Epoch: 2, Epochs: []EpochEntry{{1, 0}, {2, 10}}}))
+	seedFrames(f, AppendAccept(nil, Accept{Epoch: 2, Epochs: []EpochEntry{{1, 0}, {2, 10}}}),
+		AppendAccept(nil, Accept{Epoch: 2, Epochs: []EpochEntry{{1, 0}}, Proof: bytes.Repeat([]byte{9}, ProofLen)}))
 	f.Fuzz(func(t *testing.T, b []byte) {
 		v, err := DecodeAccept(b)
 		if err != nil {
@@ -59,7 +63,8 @@ func FuzzAccept(f *testing.F) {
 		}
 		_, body, _, _ := SplitFrame(AppendAccept(nil, v))
 		w, err := DecodeAccept(body)
-		if err != nil || len(w.Epochs) != len(v.Epochs) || w.StartOffset != v.StartOffset {
+		if err != nil || len(w.Epochs) != len(v.Epochs) || w.StartOffset != v.StartOffset || w.Epoch != v.Epoch ||
+			w.MasterMin != v.MasterMin || w.MasterMax != v.MasterMax || !bytes.Equal(w.Proof, v.Proof) {
 			t.Fatalf("round trip: %v %+v %+v", err, v, w)
 		}
 		for i := range w.Epochs {
@@ -117,15 +122,18 @@ func FuzzAck(f *testing.F) {
 }
 
 func FuzzError(f *testing.F) {
-	seedFrames(f, AppendError(nil, ErrorFrame{Code: CodeOffsetTooOld, Offset: 1 << 30, Message: "too old"}))
+	seedFrames(f, AppendError(nil, ErrorFrame{Code: CodeOffsetTooOld, Offset: 1 << 30, Message: "too old"}),
+		AppendError(nil, ErrorFrame{Code: CodeDiverged, Message: "d", Extended: true, MasterEpoch: 3, MasterMax: 9, Proof: bytes.Repeat([]byte{2}, ProofLen)}))
 	f.Fuzz(func(t *testing.T, b []byte) {
 		v, err := DecodeError(b)
 		if err != nil {
 			return
 		}
 		_, body, _, _ := SplitFrame(AppendError(nil, v))
-		if w, err := DecodeError(body); err != nil || w != v {
-			t.Fatalf("round trip: %v", err)
+		w, err := DecodeError(body)
+		if err != nil || w.Code != v.Code || w.Offset != v.Offset || w.Message != v.Message || w.Extended != v.Extended ||
+			w.MasterEpoch != v.MasterEpoch || w.MasterMin != v.MasterMin || w.MasterMax != v.MasterMax || !bytes.Equal(w.Proof, v.Proof) {
+			t.Fatalf("round trip: %v %+v %+v", err, v, w)
 		}
 	})
 }

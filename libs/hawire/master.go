@@ -2,6 +2,7 @@ package hawire
 
 import (
 	"crypto/rand"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"io"
@@ -266,6 +267,9 @@ func (m *Master) acceptLoop() {
 		if tc, ok := c.(*net.TCPConn); ok {
 			_ = tc.SetNoDelay(true)
 		}
+		if m.cfg.TLS != nil {
+			c = tls.Server(c, m.cfg.TLS) // handshake on the first read or write, under serve's deadlines
+		}
 		var nonce [NonceLen]byte
 		if _, err := rand.Read(nonce[:]); err != nil {
 			m.lg.WithError(err).Error("no randomness for handshake nonce")
@@ -331,6 +335,15 @@ func (m *Master) write(mc *masterConn, bufs ...[]byte) error {
 	return nil
 }
 
+// refuse writes the proven Error frame for code (best effort) before the connection is closed.
+func (m *Master) refuse(mc *masterConn, code ErrorCode, off int64, msg string) {
+	logMin, logMax := m.log.MinOffset(), m.log.MaxOffset()
+	m.mu.Lock()
+	ef := m.st.Refusal(mc.id, code, off, msg, logMin, logMax)
+	m.mu.Unlock()
+	m.sendError(mc, ef)
+}
+
 // sendError writes an Error frame (best effort) before the connection is closed.
 func (m *Master) sendError(mc *masterConn, ef ErrorFrame) {
 	mc.wmu.Lock()
@@ -343,12 +356,14 @@ func (m *Master) serve(mc *masterConn, hello Hello) {
 	defer m.wg.Done()
 	defer m.drop(mc)
 	lg := m.lg.WithField("peer", mc.c.RemoteAddr().String())
+	// The read deadline first: with TLS, writing the Hello runs the TLS
+	// handshake, which reads from the peer.
+	_ = mc.c.SetReadDeadline(time.Now().Add(m.cfg.HousekeepingInterval))
 	if err := m.write(mc, AppendHello(nil, hello)); err != nil {
 		lg.WithError(err).Debug("HA hello write failed")
 		return
 	}
 	fr := NewFrameReader(mc.c, 64<<10)
-	_ = mc.c.SetReadDeadline(time.Now().Add(m.cfg.HousekeepingInterval))
 	typ, body, err := fr.Next(MaxHandshakeFrame)
 	if err != nil {
 		if isFramingError(err) {
@@ -409,7 +424,7 @@ func (m *Master) protocolError(mc *masterConn, lg logrus.FieldLogger, err error)
 	if !errors.Is(err, io.EOF) && !m.closed.Load() {
 		lg.WithError(err).Warn("HA connection closed: protocol error")
 	}
-	m.sendError(mc, ErrorFrame{Code: CodeProtocol, Message: err.Error()})
+	m.refuse(mc, CodeProtocol, 0, err.Error())
 }
 
 func (m *Master) readLoop(mc *masterConn, lg logrus.FieldLogger, fr *FrameReader) {
@@ -439,7 +454,7 @@ func (m *Master) readLoop(mc *masterConn, lg logrus.FieldLogger, fr *FrameReader
 			if err != nil {
 				lg.WithError(err).WithFields(logrus.Fields{"written": a.Written, "flushed": a.Flushed, "masterMax": logMax}).
 					Error("HA invalid acknowledgement; closing connection")
-				m.sendError(mc, ErrorFrame{Code: CodeProtocol, Offset: a.Written, Message: err.Error()})
+				m.refuse(mc, CodeProtocol, a.Written, err.Error())
 				return
 			}
 		case FrameError:
@@ -474,7 +489,7 @@ func (m *Master) sendLoop(mc *masterConn, lg logrus.FieldLogger, done <-chan str
 			if min := m.log.MinOffset(); plan.Offset < min {
 				// Retention removed what this slave still needs.
 				lg.WithFields(logrus.Fields{"offset": plan.Offset, "masterMin": min}).Warn("HA slave fell behind the master's oldest segment")
-				m.sendError(mc, ErrorFrame{Code: CodeOffsetTooOld, Offset: min, Message: "offset deleted while streaming"})
+				m.refuse(mc, CodeOffsetTooOld, min, "offset deleted while streaming")
 				return
 			}
 			data, err := m.log.ReadRaw(plan.Offset, plan.MaxBytes)

@@ -22,6 +22,8 @@ type peer struct {
 	addr           string
 	phase          connPhase
 	nonce          [NonceLen]byte
+	hs             Handshake // the handshake as received (its nonce and proof bind the master's later proofs)
+	authed         bool      // the handshake proved the secret (or none is required)
 	brokerID       int64
 	connectedSince time.Time
 	lastRead       time.Time // last frame received
@@ -46,7 +48,7 @@ const maxSamples = 8192
 // MasterCounters count events worth an alarm.
 type MasterCounters struct {
 	AckViolations   uint64 // written backwards, beyond max, beyond sent, flushed > written
-	AuthFailures    uint64 // missing or wrong proof
+	AuthFailures    uint64 // missing or wrong slave proof
 	HandshakeErrors uint64 // any other rejected handshake
 	ProtocolErrors  uint64 // unexpected frames, garbage
 	Expired         uint64 // slaves dropped for silence
@@ -101,7 +103,8 @@ func (s *MasterState) ProtocolError(id ConnID) { s.counters.ProtocolErrors++ }
 // to send and, when another connection from the same broker id exists, that
 // connection's id (the caller closes it: a restarted slave replaces its
 // stale connection). On failure it returns the Error frame to send before
-// closing.
+// closing. With a Secret, both carry the master's proof over both nonces,
+// the slave's identity and the verdict (see the package doc).
 func (s *MasterState) Handshake(id ConnID, h Handshake, logMin, logMax int64, now time.Time) (Accept, ConnID, *ErrorFrame) {
 	p := s.peers[id]
 	if p == nil || p.phase != phaseAwaitHandshake {
@@ -109,22 +112,29 @@ func (s *MasterState) Handshake(id ConnID, h Handshake, logMin, logMax int64, no
 		return Accept{}, 0, &ErrorFrame{Code: CodeProtocol, Message: "unexpected handshake"}
 	}
 	p.lastRead = now
+	if h.Version < MinVersion || h.Version > MaxVersion {
+		// A version-1 handshake has no slave nonce to bind a proof to: the
+		// refusal goes out unproven, and a v1 slave stops on it.
+		s.counters.HandshakeErrors++
+		return Accept{}, 0, &ErrorFrame{Code: CodeUnsupportedVersion,
+			Message: fmt.Sprintf("version %d not in [%d,%d]", h.Version, MinVersion, MaxVersion)}
+	}
+	p.hs = h
+	p.authed = s.cfg.Secret == "" || VerifySlaveProof(s.cfg.Secret, p.nonce, h)
 	fail := func(code ErrorCode, off int64, format string, args ...any) (Accept, ConnID, *ErrorFrame) {
 		if code == CodeNotAuthorised {
 			s.counters.AuthFailures++
 		} else {
 			s.counters.HandshakeErrors++
 		}
-		return Accept{}, 0, &ErrorFrame{Code: code, Offset: off, Message: fmt.Sprintf(format, args...)}
+		ef := s.refusal(p, code, off, fmt.Sprintf(format, args...), logMin, logMax)
+		return Accept{}, 0, &ef
+	}
+	if !p.authed {
+		return fail(CodeNotAuthorised, 0, "bad or missing proof")
 	}
 	if s.demoted {
 		return fail(CodeNotMaster, 0, "this broker is not a master any more")
-	}
-	if h.Version < MinVersion || h.Version > MaxVersion {
-		return fail(CodeUnsupportedVersion, 0, "version %d not in [%d,%d]", h.Version, MinVersion, MaxVersion)
-	}
-	if s.cfg.Secret != "" && !VerifyProof(s.cfg.Secret, p.nonce, h) {
-		return fail(CodeNotAuthorised, 0, "bad or missing proof")
 	}
 	if h.Cluster != s.cfg.ClusterName || h.BrokerName != s.cfg.BrokerName || h.BrokerID < 1 {
 		return fail(CodeWrongGroup, 0, "slave %s/%s/%d does not belong to %s/%s", h.Cluster, h.BrokerName, h.BrokerID, s.cfg.ClusterName, s.cfg.BrokerName)
@@ -163,8 +173,38 @@ func (s *MasterState) Handshake(id ConnID, h Handshake, logMin, logMax int64, no
 	p.ackFlushed = min(start, h.MaxOffset)
 	p.lastAck = now
 	s.completeWaiters()
-	return Accept{Epoch: s.Epoch(), StartOffset: start, MasterMin: logMin, MasterMax: logMax,
-		Confirmed: s.Confirmed(logMax), Epochs: s.epochs.Entries()}, replaced, nil
+	acc := Accept{Epoch: s.Epoch(), StartOffset: start, MasterMin: logMin, MasterMax: logMax,
+		Confirmed: s.Confirmed(logMax), Epochs: s.epochs.Entries()}
+	if s.cfg.Secret != "" {
+		acc.Proof = AcceptProof(s.cfg.Secret, p.nonce, h, acc)
+	}
+	return acc, replaced, nil
+}
+
+// refusal builds a proven Error frame for p: the trailer carries the
+// master's epoch and log bounds when the peer proved itself (a stranger
+// learns nothing about the log), and the proof when a Secret is set.
+func (s *MasterState) refusal(p *peer, code ErrorCode, off int64, msg string, logMin, logMax int64) ErrorFrame {
+	ef := ErrorFrame{Code: code, Offset: off, Message: msg, Extended: true}
+	if p.authed {
+		ef.MasterEpoch, ef.MasterMin, ef.MasterMax = s.Epoch(), logMin, logMax
+	}
+	if s.cfg.Secret != "" {
+		ef.Proof = ErrorProof(s.cfg.Secret, p.nonce, p.hs, ef)
+	}
+	return ef
+}
+
+// Refusal builds the Error frame to send on id before closing it (an
+// invalid ack, a protocol error, a slave that fell behind retention while
+// streaming). After a version-2 handshake it is proven like the handshake's
+// verdict; before one it is a bare Error frame, which a slave never obeys.
+func (s *MasterState) Refusal(id ConnID, code ErrorCode, off int64, msg string, logMin, logMax int64) ErrorFrame {
+	p := s.peers[id]
+	if p == nil || p.hs.Version < MinVersion {
+		return ErrorFrame{Code: code, Offset: off, Message: msg}
+	}
+	return s.refusal(p, code, off, msg, logMin, logMax)
 }
 
 // Ack applies a slave acknowledgement. An invalid ack returns ErrBadAck

@@ -72,7 +72,23 @@ func TestMasterRestartBumpsEpoch(t *testing.T) {
 }
 
 func TestConfigValidation(t *testing.T) {
+	// Secure by default: neither side runs without a secret unless told to.
 	mc := hawire.DefaultMasterConfig()
+	if err := mc.Validate(); !errors.Is(err, hawire.ErrNoSecret) || !strings.Contains(err.Error(), "AllowUnauthenticated") {
+		t.Fatalf("master without a secret: %v", err)
+	}
+	if err := hawire.DefaultSlaveConfig().Validate(); !errors.Is(err, hawire.ErrNoSecret) {
+		t.Fatalf("slave without a secret: %v", err)
+	}
+	mc.Secret = "too-short"
+	if err := mc.Validate(); err == nil || !strings.Contains(err.Error(), "minimum of 16") {
+		t.Fatalf("short secret: %v", err)
+	}
+	mc.Secret, mc.AllowUnauthenticated = "", true
+	if err := mc.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	mc.Secret, mc.AllowUnauthenticated = hawiretest.Secret, false
 	if err := mc.Validate(); err != nil {
 		t.Fatal(err)
 	}
@@ -81,6 +97,7 @@ func TestConfigValidation(t *testing.T) {
 		t.Fatalf("got %v", err)
 	}
 	sc := hawire.DefaultSlaveConfig()
+	sc.Secret = hawiretest.Secret
 	if err := sc.Validate(); err != nil {
 		t.Fatal(err)
 	}
@@ -154,10 +171,12 @@ func TestMasterDropsSilentSlave(t *testing.T) {
 	if err != nil || typ != hawire.FrameHello {
 		t.Fatalf("hello: %v %v", typ, err)
 	}
-	if _, err := hawire.DecodeHello(body); err != nil {
+	hello, err := hawire.DecodeHello(body)
+	if err != nil {
 		t.Fatal(err)
 	}
-	hs := hawire.Handshake{Version: 1, Cluster: cfg.ClusterName, BrokerName: cfg.BrokerName, BrokerID: 3, SegmentSize: ml.SegmentSize()}
+	hs := hawire.Handshake{Version: hawire.MaxVersion, Cluster: cfg.ClusterName, BrokerName: cfg.BrokerName, BrokerID: 3, SegmentSize: ml.SegmentSize()}
+	hs.Proof = hawire.SlaveProof(cfg.Secret, hello.Nonce, hs)
 	if _, err := c.Write(hawire.AppendHandshake(nil, hs)); err != nil {
 		t.Fatal(err)
 	}

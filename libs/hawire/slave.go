@@ -2,6 +2,8 @@ package hawire
 
 import (
 	"context"
+	"crypto/rand"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"io"
@@ -16,7 +18,8 @@ import (
 // Slave is the TCP driver around SlaveState: it dials the master found by
 // Discovery, appends what it receives with AppendRaw, acknowledges after
 // every append and every HeartbeatInterval, follows the documented
-// recovery on Error frames, and reconnects with a capped backoff.
+// recovery on Error frames the master proved, and waits the state's
+// jittered, capped backoff before every reconnect.
 type Slave struct {
 	cfg        SlaveConfig
 	log        Log
@@ -50,6 +53,9 @@ func NewSlave(cfg SlaveConfig, log Log, d Discovery) (*Slave, error) {
 	if cfg.Now == nil {
 		cfg.Now = time.Now
 	}
+	if cfg.Rand == nil {
+		cfg.Rand = defaultRand
+	}
 	entries, err := LoadEpochFile(cfg.EpochDir)
 	if err != nil {
 		return nil, fmt.Errorf("hawire: slave epoch file: %w", err)
@@ -64,8 +70,15 @@ func NewSlave(cfg SlaveConfig, log Log, d Discovery) (*Slave, error) {
 		hist.TruncateTo(log.MaxOffset() + 1)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
-	return &Slave{cfg: cfg, log: log, d: d, lg: cfg.Logger.WithField("component", "ha-slave"), now: cfg.Now,
-		st: NewSlaveState(cfg, hist), addrCh: make(chan struct{}, 1), ctx: ctx, cancel: cancel}, nil
+	s := &Slave{cfg: cfg, log: log, d: d, lg: cfg.Logger.WithField("component", "ha-slave"), now: cfg.Now,
+		st: NewSlaveState(cfg, hist), addrCh: make(chan struct{}, 1), ctx: ctx, cancel: cancel}
+	if cfg.Secret == "" {
+		s.lg.Warn("HA slave runs without a secret (AllowUnauthenticated): any peer at the master's address is taken for the master")
+	}
+	if cfg.AllowWipe {
+		s.lg.Warn("HA slave may wipe its whole log when a master that proved itself shares nothing with it (AllowWipe)")
+	}
+	return s, nil
 }
 
 // Start begins replicating in the background.
@@ -129,13 +142,15 @@ func (s *Slave) watch() {
 			changed := a != s.addr
 			s.addr = a
 			if changed && s.conn != nil {
-				s.lg.WithField("addr", a).Info("HA master address changed; reconnecting")
+				s.lg.WithField("peer", a).Info("HA master address changed; reconnecting")
 				_ = s.conn.Close()
 			}
 			s.mu.Unlock()
-			select {
-			case s.addrCh <- struct{}{}:
-			default:
+			if changed {
+				select {
+				case s.addrCh <- struct{}{}:
+				default:
+				}
 			}
 		}
 	}
@@ -156,7 +171,6 @@ func (s *Slave) sleep(d time.Duration) bool {
 
 func (s *Slave) run() {
 	defer s.wg.Done()
-	backoff := s.cfg.ReconnectMin
 	for s.ctx.Err() == nil {
 		s.mu.Lock()
 		addr := s.addr
@@ -169,97 +183,126 @@ func (s *Slave) run() {
 				return
 			}
 		}
-		dialer := net.Dialer{Timeout: s.cfg.DialTimeout}
-		conn, err := dialer.DialContext(s.ctx, "tcp", addr)
+		lg := s.lg.WithField("peer", addr)
+		conn, err := s.dial(addr)
 		if err != nil {
 			if s.ctx.Err() != nil {
 				return
 			}
-			s.lg.WithError(err).WithFields(logrus.Fields{"addr": addr, "retryIn": backoff.String()}).Warn("HA slave cannot reach master")
 			s.mu.Lock()
-			s.st.lastErr = fmt.Errorf("dial %s: %w", addr, err)
+			wait := s.st.Disconnected(fmt.Errorf("dial %s: %w", addr, err), s.now())
 			s.mu.Unlock()
-			if !s.sleep(backoff) {
+			lg.WithError(err).WithField("retryIn", wait.Round(time.Millisecond).String()).Warn("HA slave cannot reach master")
+			if !s.sleep(wait) {
 				return
 			}
-			backoff = min(2*backoff, s.cfg.ReconnectMax)
 			continue
 		}
-		if tc, ok := conn.(*net.TCPConn); ok {
-			_ = tc.SetNoDelay(true)
-		}
-		accepted, rec, err := s.session(conn, addr)
+		rec, err := s.session(conn, addr)
 		_ = conn.Close()
+		if rec != nil && (rec.Kind == RecoverTruncate || rec.Kind == RecoverReset) {
+			if rerr := s.recover(*rec); rerr != nil {
+				lg.WithError(rerr).Error("HA recovery failed; replication stopped")
+				s.mu.Lock()
+				s.conn = nil
+				s.reconnects++
+				s.st.Fail(fmt.Errorf("%w: recovery: %v", ErrFailed, rerr))
+				s.mu.Unlock()
+				return
+			}
+		}
 		s.mu.Lock()
 		s.conn = nil
 		s.reconnects++
-		s.st.Disconnected(err)
+		wait := s.st.Disconnected(err, s.now())
 		s.mu.Unlock()
 		if s.ctx.Err() != nil {
 			return
 		}
-		if accepted {
-			backoff = s.cfg.ReconnectMin
+		retry := wait.Round(time.Millisecond).String()
+		switch {
+		case rec != nil && rec.Kind == RecoverStop:
+			lg.WithError(rec.Err).Error("HA replication stopped; manual action needed (see OnTooOld / OnDiverged)")
+			return
+		case rec != nil && rec.Kind != RecoverReconnect:
+			lg.WithField("retryIn", retry).Info("HA log recovered as the master asked; reconnecting")
+		case err != nil && isRefusal(err):
+			lg.WithError(err).WithField("retryIn", retry).Warn("HA slave refused the peer at the master's address")
+		case rec != nil:
+			lg.WithError(rec.Err).WithField("retryIn", retry).Warn("HA master refused the connection; retrying")
+		case err != nil && !errors.Is(err, net.ErrClosed):
+			lg.WithError(err).WithField("retryIn", retry).Warn("HA connection to master lost")
 		}
-		lg := s.lg.WithField("addr", addr)
-		if rec != nil {
-			switch rec.Kind {
-			case RecoverStop:
-				lg.WithError(rec.Err).Error("HA replication stopped; manual action needed (see OnTooOld / OnDiverged)")
-				return
-			case RecoverTruncate, RecoverReset:
-				if err := s.recover(*rec); err != nil {
-					lg.WithError(err).Error("HA recovery failed; replication stopped")
-					s.mu.Lock()
-					s.st.Fail(fmt.Errorf("%w: recovery: %v", ErrFailed, err))
-					s.mu.Unlock()
-					return
-				}
-				backoff = s.cfg.ReconnectMin
-				continue // reconnect at once
-			default:
-				lg.WithError(rec.Err).Warn("HA master refused the connection; retrying")
-			}
-		} else if err != nil && !errors.Is(err, net.ErrClosed) {
-			lg.WithError(err).Warn("HA connection to master lost")
-		}
-		if !s.sleep(backoff) {
+		if !s.sleep(wait) {
 			return
 		}
-		backoff = min(2*backoff, s.cfg.ReconnectMax)
 	}
+}
+
+// isRefusal tells a verdict the slave refused from a connection that failed.
+func isRefusal(err error) bool {
+	return errors.Is(err, ErrMasterUnproven) || errors.Is(err, ErrStaleMaster) || errors.Is(err, ErrWipeRefused) ||
+		errors.Is(err, ErrBadVerdict) || errors.Is(err, ErrUnsupportedVersion)
+}
+
+// dial connects to addr, through TLS when configured (the TLS handshake is
+// bounded by DialTimeout too).
+func (s *Slave) dial(addr string) (net.Conn, error) {
+	dialer := net.Dialer{Timeout: s.cfg.DialTimeout}
+	conn, err := dialer.DialContext(s.ctx, "tcp", addr)
+	if err != nil {
+		return nil, err
+	}
+	if tc, ok := conn.(*net.TCPConn); ok {
+		_ = tc.SetNoDelay(true)
+	}
+	if s.cfg.TLS == nil {
+		return conn, nil
+	}
+	cfg := s.cfg.TLS
+	if cfg.ServerName == "" && !cfg.InsecureSkipVerify {
+		cfg = cfg.Clone()
+		if host, _, err := net.SplitHostPort(addr); err == nil {
+			cfg.ServerName = host
+		}
+	}
+	tc := tls.Client(conn, cfg)
+	ctx, cancel := context.WithTimeout(s.ctx, s.cfg.DialTimeout)
+	defer cancel()
+	if err := tc.HandshakeContext(ctx); err != nil {
+		_ = conn.Close()
+		return nil, fmt.Errorf("TLS: %w", err)
+	}
+	return tc, nil
 }
 
 // recover truncates or wipes the log as the master asked: the log first,
 // then the epoch file (an epoch entry beyond the log end is dropped on load).
 func (s *Slave) recover(rec Recovery) error {
 	lg := s.lg.WithField("offset", rec.Offset)
+	before, beforeMin := s.log.MaxOffset(), s.log.MinOffset()
 	switch rec.Kind {
 	case RecoverTruncate:
-		before := s.log.MaxOffset()
-		defer func() {
-			s.mu.Lock()
-			s.truncations++
-			s.truncatedBytes += max(0, before-s.log.MaxOffset())
-			s.mu.Unlock()
-		}()
-		if rec.Offset <= s.log.MinOffset() {
-			lg.Warn("HA log shares nothing with the master; wiping it")
-			if err := s.log.Reset(s.log.MinOffset()); err != nil {
-				return err
-			}
-		} else {
-			lg.WithField("oldMax", s.log.MaxOffset()).Warn("HA log diverged from the master; truncating to the common point")
-			if err := s.log.Truncate(rec.Offset); err != nil {
-				return err
-			}
-		}
-	case RecoverReset:
-		seg := s.log.SegmentSize()
-		lg.WithField("oldMax", s.log.MaxOffset()).Warn("HA log is older than the master's oldest segment; wiping and copying again")
-		if err := s.log.Reset(rec.Offset - rec.Offset%seg); err != nil {
+		lg.WithField("oldMax", before).Warn("HA log diverged from the master; truncating to the common point")
+		if err := s.log.Truncate(rec.Offset); err != nil {
 			return err
 		}
+	case RecoverReset:
+		lg.WithFields(logrus.Fields{"oldMin": beforeMin, "oldMax": before, "code": rec.Code.String()}).
+			Warn("HA wiping the whole log as the master asked (AllowWipe) and copying everything again")
+		if err := s.log.Reset(rec.Offset); err != nil {
+			return err
+		}
+	}
+	if rec.Code == CodeDiverged {
+		s.mu.Lock()
+		s.truncations++
+		if rec.Kind == RecoverTruncate {
+			s.truncatedBytes += max(0, before-s.log.MaxOffset())
+		} else {
+			s.truncatedBytes += max(0, before-beforeMin)
+		}
+		s.mu.Unlock()
 	}
 	s.mu.Lock()
 	h := s.st.Epochs()
@@ -281,17 +324,18 @@ func (s *Slave) writeFrame(conn net.Conn, wmu *sync.Mutex, b []byte) error {
 	return err
 }
 
-// session runs one connection. accepted reports whether streaming started.
-func (s *Slave) session(conn net.Conn, addr string) (accepted bool, rec *Recovery, err error) {
+// session runs one connection. It returns the recovery an Error frame
+// asked for (nil when none came) and the error that ended it.
+func (s *Slave) session(conn net.Conn, addr string) (rec *Recovery, err error) {
 	s.mu.Lock()
 	if s.ctx.Err() != nil {
 		s.mu.Unlock()
-		return false, nil, ErrClosed
+		return nil, ErrClosed
 	}
 	s.conn = conn
 	s.st.Connected(s.now())
 	s.mu.Unlock()
-	lg := s.lg.WithField("addr", addr)
+	lg := s.lg.WithField("peer", addr)
 	var wmu sync.Mutex
 	ar := &activityReader{r: conn, now: s.now}
 	// A small buffer: the body of a large Data frame is then read straight
@@ -299,6 +343,18 @@ func (s *Slave) session(conn net.Conn, addr string) (accepted bool, rec *Recover
 	fr := NewFrameReader(ar, 64<<10)
 	_ = conn.SetReadDeadline(time.Now().Add(s.cfg.HousekeepingInterval))
 
+	// onError applies the state's decision about an Error frame.
+	onError := func(body []byte) (*Recovery, error) {
+		e, err := DecodeError(body)
+		if err != nil {
+			return nil, err
+		}
+		lv := s.view()
+		s.mu.Lock()
+		r := s.st.OnError(e, lv)
+		s.mu.Unlock()
+		return &r, r.Err
+	}
 	// next reads a frame; an Error frame becomes a Recovery.
 	next := func(limit int) (FrameType, []byte, *Recovery, error) {
 		typ, body, err := fr.Next(limit)
@@ -306,25 +362,23 @@ func (s *Slave) session(conn net.Conn, addr string) (accepted bool, rec *Recover
 			return 0, nil, nil, err
 		}
 		if typ == FrameError {
-			e, err := DecodeError(body)
-			if err != nil {
-				return 0, nil, nil, err
-			}
-			s.mu.Lock()
-			r := s.st.OnError(e)
-			s.mu.Unlock()
-			return typ, nil, &r, r.Err
+			r, err := onError(body)
+			return typ, nil, r, err
 		}
 		return typ, body, nil, nil
 	}
-	protocol := func(err error) (bool, *Recovery, error) {
-		_ = s.writeFrame(conn, &wmu, AppendError(nil, ErrorFrame{Code: codeFor(err), Message: err.Error()}))
-		return accepted, nil, err
+	protocol := func(err error) (*Recovery, error) {
+		code := codeFor(err)
+		if errors.Is(err, ErrMasterUnproven) {
+			code = CodeNotAuthorised
+		}
+		_ = s.writeFrame(conn, &wmu, AppendError(nil, ErrorFrame{Code: code, Message: err.Error()}))
+		return nil, err
 	}
 
 	typ, body, r, err := next(MaxHandshakeFrame)
 	if r != nil || err != nil {
-		return false, r, err
+		return r, err
 	}
 	if typ != FrameHello {
 		return protocol(fmt.Errorf("%w: %s instead of HELLO", ErrUnexpectedFrame, typ))
@@ -333,26 +387,22 @@ func (s *Slave) session(conn net.Conn, addr string) (accepted bool, rec *Recover
 	if err != nil {
 		return protocol(err)
 	}
+	var nonce [NonceLen]byte
+	if _, err := rand.Read(nonce[:]); err != nil {
+		return nil, fmt.Errorf("no randomness for the handshake nonce: %w", err)
+	}
 	s.mu.Lock()
-	hs, err := s.st.OnHello(hello, s.view(), s.now())
+	hs, err := s.st.OnHello(hello, s.view(), nonce, s.now())
 	s.mu.Unlock()
 	if err != nil {
-		if errors.Is(err, ErrUnsupportedVersion) {
-			r := Recovery{Kind: RecoverStop, Err: err}
-			s.mu.Lock()
-			s.st.Fail(err)
-			s.mu.Unlock()
-			_, _, _ = protocol(err)
-			return false, &r, err
-		}
 		return protocol(err)
 	}
 	if err := s.writeFrame(conn, &wmu, AppendHandshake(nil, hs)); err != nil {
-		return false, nil, err
+		return nil, err
 	}
 	typ, body, r, err = next(MaxControlFrame)
 	if r != nil || err != nil {
-		return false, r, err
+		return r, err
 	}
 	if typ != FrameAccept {
 		return protocol(fmt.Errorf("%w: %s instead of ACCEPT", ErrUnexpectedFrame, typ))
@@ -367,10 +417,9 @@ func (s *Slave) session(conn net.Conn, addr string) (accepted bool, rec *Recover
 	if err != nil {
 		return protocol(err)
 	}
-	accepted = true
 	lg.WithFields(logrus.Fields{"start": acc.StartOffset, "masterMax": acc.MasterMax, "epoch": acc.Epoch}).Info("HA slave connected to master")
 	if err := s.writeFrame(conn, &wmu, AppendAck(nil, ack)); err != nil {
-		return accepted, nil, err
+		return nil, err
 	}
 	_ = conn.SetReadDeadline(time.Time{})
 
@@ -407,21 +456,21 @@ func (s *Slave) session(conn net.Conn, addr string) (accepted bool, rec *Recover
 			}
 		}
 	}()
-	finish := func(acc bool, r *Recovery, err error) (bool, *Recovery, error) {
+	finish := func(r *Recovery, err error) (*Recovery, error) {
 		close(jobs)
 		<-appenderDone
 		select {
 		case aerr := <-appendErr:
-			return acc, nil, aerr
+			return nil, aerr
 		default:
 		}
-		return acc, r, err
+		return r, err
 	}
 	for {
 		buf := <-free
 		typ, body, err := fr.NextInto(MaxDataFrame, buf)
 		if err != nil {
-			return finish(accepted, nil, err)
+			return finish(nil, err)
 		}
 		switch typ {
 		case FrameData:
@@ -449,14 +498,19 @@ func (s *Slave) session(conn net.Conn, addr string) (accepted bool, rec *Recover
 				return finish(protocol(err))
 			}
 		case FrameError:
-			e, err := DecodeError(body)
-			if err != nil {
-				return finish(protocol(err))
+			// The appender finishes first: the recovery sees the log as it is.
+			close(jobs)
+			<-appenderDone
+			select {
+			case aerr := <-appendErr:
+				return nil, aerr
+			default:
 			}
-			s.mu.Lock()
-			r := s.st.OnError(e)
-			s.mu.Unlock()
-			return finish(accepted, &r, r.Err)
+			r, err := onError(body)
+			if err != nil && r == nil {
+				return protocol(err)
+			}
+			return r, err
 		default:
 			return finish(protocol(fmt.Errorf("%w: %s from master", ErrUnexpectedFrame, typ)))
 		}

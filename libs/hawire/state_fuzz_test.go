@@ -1,7 +1,6 @@
 package hawire
 
 import (
-	"encoding/binary"
 	"testing"
 	"time"
 )
@@ -14,6 +13,7 @@ func FuzzMasterState(f *testing.F) {
 	f.Add([]byte{0, 0, 1, 0, 3, 200, 3, 100, 5, 9, 6, 1, 2, 0, 4, 255})
 	f.Fuzz(func(t *testing.T, ops []byte) {
 		cfg := DefaultMasterConfig()
+		cfg.Secret = fuzzSecret
 		cfg.MaxGapNotInSync = 1000
 		cfg.InSyncReplicas = 2
 		h, _ := NewEpochHistory([]EpochEntry{{1, 0}, {3, 500}})
@@ -42,10 +42,22 @@ func FuzzMasterState(f *testing.F) {
 			case 0:
 				s.Connect(id, "x", [NonceLen]byte{}, now)
 			case 1:
-				hs := Handshake{Version: 1, Cluster: cfg.ClusterName, BrokerName: cfg.BrokerName, BrokerID: int64(id),
+				hs := Handshake{Version: MaxVersion, Cluster: cfg.ClusterName, BrokerName: cfg.BrokerName, BrokerID: int64(id),
 					SegmentSize: 1000, MinOffset: 0, MaxOffset: arg % (logMax + 50), LastEpoch: arg % 4, LastEpochStart: (arg / 4) % 600}
-				if _, _, ef := s.Handshake(id, hs, logMin, logMax, now); ef == nil {
+				if arg%5 != 0 { // every fifth handshake comes without the secret
+					hs.Proof = SlaveProof(fuzzSecret, [NonceLen]byte{}, hs)
+				}
+				acc, _, ef := s.Handshake(id, hs, logMin, logMax, now)
+				if ef == nil {
+					if hs.Proof == nil {
+						t.Fatal("accepted a handshake without proof")
+					}
+					if !VerifyAcceptProof(fuzzSecret, [NonceLen]byte{}, hs, acc) {
+						t.Fatal("accept without a valid master proof")
+					}
 					lastAck[id] = s.peers[id].ackWritten
+				} else if ef.Extended && !VerifyErrorProof(fuzzSecret, [NonceLen]byte{}, hs, *ef) {
+					t.Fatalf("refusal %s without a valid master proof", ef.Code)
 				}
 			case 2:
 				_ = s.Ack(id, Ack{Written: arg, Flushed: arg / 2}, logMax, now)
@@ -96,17 +108,30 @@ func FuzzMasterState(f *testing.F) {
 	})
 }
 
+const fuzzSecret = "fuzz-secret-0123456789"
+
 // FuzzSlaveState feeds arbitrary decoded frames to SlaveState: no panic,
-// and the expected offset only moves through validated data.
+// the expected offset only moves through validated data, and nothing a
+// peer without the secret sends makes the slave take data, truncate, wipe
+// or stop. Without a secret (AllowUnauthenticated) the epoch and wipe rules
+// still hold: no wipe without AllowWipe, no truncation at or below MinOffset.
 func FuzzSlaveState(f *testing.F) {
 	recs := makeRecs(2, 40)
-	f.Add(AppendData(AppendAccept(AppendHello(nil, Hello{MinVersion: 1, MaxVersion: 1}), Accept{Epoch: 1, Epochs: []EpochEntry{{1, 0}}}),
+	f.Add(false, AppendData(AppendAccept(AppendHello(nil, Hello{MinVersion: 2, MaxVersion: 2}), Accept{Epoch: 1, Epochs: []EpochEntry{{1, 0}}}),
 		Data{Epoch: 1, CRC: BatchCRC(recs), Records: recs}))
-	f.Fuzz(func(t *testing.T, b []byte) {
-		eh, _ := NewEpochHistory(nil)
-		s := NewSlaveState(DefaultSlaveConfig(), eh)
+	f.Add(true, AppendError(AppendHello(nil, Hello{MinVersion: 2, MaxVersion: 2}), ErrorFrame{Code: CodeDiverged, Extended: true, MasterEpoch: 9}))
+	f.Add(true, AppendError(AppendHello(nil, Hello{MinVersion: 2, MaxVersion: 2}), ErrorFrame{Code: CodeOffsetTooOld, Offset: 5000, Extended: true, MasterEpoch: 9}))
+	f.Fuzz(func(t *testing.T, withSecret bool, b []byte) {
+		eh, _ := NewEpochHistory([]EpochEntry{{3, 1000}})
+		cfg := DefaultSlaveConfig()
+		if withSecret {
+			cfg.Secret = fuzzSecret
+		} else {
+			cfg.AllowUnauthenticated = true
+		}
+		s := NewSlaveState(cfg, eh)
 		s.Connected(t0)
-		lv := LogView{SegmentSize: 1000}
+		lv := LogView{Min: 1000, Max: 2000, SegmentSize: 1000}
 		for len(b) > 0 {
 			typ, body, rest, err := SplitFrame(b)
 			if err != nil {
@@ -116,15 +141,20 @@ func FuzzSlaveState(f *testing.F) {
 			switch typ {
 			case FrameHello:
 				if h, err := DecodeHello(body); err == nil {
-					_, _ = s.OnHello(h, lv, t0)
+					_, _ = s.OnHello(h, lv, [NonceLen]byte{1}, t0)
 				}
 			case FrameAccept:
 				if a, err := DecodeAccept(body); err == nil {
-					_, _ = s.OnAccept(a, lv, t0)
+					if _, err := s.OnAccept(a, lv, t0); err == nil && withSecret {
+						t.Fatal("streaming from a master without the secret")
+					}
 				}
 			case FrameData:
 				if d, err := DecodeData(body); err == nil {
 					if plan, err := s.OnData(d, lv, t0); err == nil {
+						if withSecret {
+							t.Fatal("data taken from a master without the secret")
+						}
 						if lv.Min == lv.Max {
 							lv.Min = d.StartOffset
 						}
@@ -138,12 +168,22 @@ func FuzzSlaveState(f *testing.F) {
 				}
 			case FrameError:
 				if e, err := DecodeError(body); err == nil {
-					_ = s.OnError(e)
+					r := s.OnError(e, lv)
+					switch {
+					case withSecret && r.Kind != RecoverReconnect:
+						t.Fatalf("%v from a master without the secret", r.Kind)
+					case r.Kind == RecoverReset:
+						t.Fatal("wipe without AllowWipe")
+					case r.Kind == RecoverTruncate && r.Offset <= lv.Min:
+						t.Fatalf("truncation at %d, slave min %d", r.Offset, lv.Min)
+					case r.Kind != RecoverReconnect && e.MasterEpoch < 3:
+						t.Fatalf("%v for a master of epoch %d below the slave's 3", r.Kind, e.MasterEpoch)
+					}
 				}
 			}
 			_ = s.Status(lv, t0)
-			if binary.Size(lv) < 0 {
-				t.Fatal()
+			if s.Phase() == SlaveDisconnected || s.Phase() == SlaveFailed {
+				s.Connected(t0)
 			}
 		}
 	})

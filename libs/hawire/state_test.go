@@ -18,10 +18,11 @@ func testMasterState(t *testing.T, secret string, entries ...EpochEntry) *Master
 }
 
 func handshakeFor(secret string, hello Hello, min, max, epoch, epochStart int64) Handshake {
-	hs := Handshake{Version: 1, Cluster: "DefaultCluster", BrokerName: "broker-a", BrokerID: 1,
+	hs := Handshake{Version: MaxVersion, Cluster: "DefaultCluster", BrokerName: "broker-a", BrokerID: 1,
 		MinOffset: min, MaxOffset: max, SegmentSize: 1000, LastEpoch: epoch, LastEpochStart: epochStart}
+	hs.SlaveNonce[0] = byte(max)
 	if secret != "" {
-		hs.Proof = ComputeProof(secret, hello.Nonce, hs)
+		hs.Proof = SlaveProof(secret, hello.Nonce, hs)
 	}
 	return hs
 }
@@ -30,6 +31,8 @@ func TestMasterHandshakeDecisions(t *testing.T) {
 	s := testMasterState(t, "k", EpochEntry{1, 0}, EpochEntry{3, 500}, EpochEntry{4, 800})
 	var n [NonceLen]byte
 	n[3] = 3
+	v1 := handshakeFor("", Hello{Nonce: n}, 0, 0, 0, 0)
+	v1.Version = Version1
 	cases := []struct {
 		name       string
 		hs         Handshake
@@ -46,6 +49,7 @@ func TestMasterHandshakeDecisions(t *testing.T) {
 		{"no epochs at all", handshakeFor("k", Hello{Nonce: n}, 100, 300, 0, 0), CodeDiverged, 100, 0},
 		{"wrong secret", handshakeFor("x", Hello{Nonce: n}, 0, 0, 0, 0), CodeNotAuthorised, 0, 0},
 		{"replayed proof from another nonce", handshakeFor("k", Hello{}, 0, 0, 0, 0), CodeNotAuthorised, 0, 0},
+		{"no proof", handshakeFor("", Hello{Nonce: n}, 0, 0, 0, 0), CodeNotAuthorised, 0, 0},
 	}
 	for i, c := range cases {
 		id := ConnID(i + 1)
@@ -55,17 +59,29 @@ func TestMasterHandshakeDecisions(t *testing.T) {
 			require.Nil(t, ef, c.name)
 			require.Equal(t, c.start, acc.StartOffset, c.name)
 			require.Equal(t, int64(4), acc.Epoch)
+			require.True(t, VerifyAcceptProof("k", n, c.hs, acc), "%s: the accept carries the master's proof", c.name)
 		} else {
 			require.NotNil(t, ef, c.name)
 			require.Equal(t, c.code, ef.Code, c.name)
 			require.Equal(t, c.off, ef.Offset, c.name)
+			require.True(t, VerifyErrorProof("k", n, c.hs, *ef), "%s: the refusal carries the master's proof", c.name)
+			if c.code == CodeNotAuthorised {
+				require.Zero(t, ef.MasterEpoch+ef.MasterMin+ef.MasterMax, "%s: a stranger learns nothing about the log", c.name)
+			} else {
+				require.Equal(t, [3]int64{4, 0, 1000}, [3]int64{ef.MasterEpoch, ef.MasterMin, ef.MasterMax}, c.name)
+			}
 		}
 		s.Disconnect(id)
 	}
+	// A version-1 handshake cannot carry a master proof: refused, unproven.
+	s.Connect(99, "x", n, t0)
+	_, _, ef := s.Handshake(99, v1, 0, 1000, t0)
+	require.Equal(t, CodeUnsupportedVersion, ef.Code)
+	require.False(t, ef.Extended)
 	// Too old: log starts at 2000 now.
 	s2 := testMasterState(t, "", EpochEntry{1, 0})
 	s2.Connect(1, "x", n, t0)
-	_, _, ef := s2.Handshake(1, handshakeFor("", Hello{}, 0, 500, 1, 0), 2000, 5000, t0)
+	_, _, ef = s2.Handshake(1, handshakeFor("", Hello{}, 0, 500, 1, 0), 2000, 5000, t0)
 	require.Equal(t, CodeOffsetTooOld, ef.Code)
 	require.Equal(t, int64(2000), ef.Offset)
 	// A second handshake on the same connection is refused.
@@ -178,17 +194,23 @@ func TestSlaveStateFlow(t *testing.T) {
 	s := NewSlaveState(cfg, eh)
 	s.Connected(t0)
 	lv := LogView{Min: 0, Max: 0, SegmentSize: 1000}
-	hs, err := s.OnHello(Hello{MinVersion: 1, MaxVersion: 3, Nonce: [NonceLen]byte{1}}, lv, t0)
+	mn := [NonceLen]byte{1}
+	hs, err := s.OnHello(Hello{MinVersion: 1, MaxVersion: 3, Nonce: mn}, lv, [NonceLen]byte{2}, t0)
 	require.NoError(t, err)
-	require.True(t, VerifyProof("k", [NonceLen]byte{1}, hs))
-	_, err = s.OnAccept(Accept{Epoch: 2, StartOffset: 2000, MasterMax: 2100, Epochs: []EpochEntry{{1, 0}, {2, 1500}}}, lv, t0)
+	require.Equal(t, Version2, hs.Version)
+	require.Equal(t, [NonceLen]byte{2}, hs.SlaveNonce)
+	require.True(t, VerifySlaveProof("k", mn, hs))
+	acc := Accept{Epoch: 2, StartOffset: 2000, MasterMax: 2100, Epochs: []EpochEntry{{1, 0}, {2, 1500}}}
+	acc.Proof = AcceptProof("k", mn, hs, acc)
+	_, err = s.OnAccept(acc, lv, t0)
 	require.NoError(t, err)
 	recs := makeRecs(2, 50)
 	d := Data{Epoch: 2, StartOffset: 2000, MasterMax: 2100, CRC: BatchCRC(recs), Records: recs}
 	plan, err := s.OnData(d, lv, t0)
 	require.NoError(t, err)
 	require.Equal(t, &EpochEntry{2, 1500}, plan.NewEpoch)
-	ack := s.Appended(plan.NewEpoch, LogView{Min: 2000, Max: 2100, Flushed: 2000, SegmentSize: 1000}, t0)
+	lv = LogView{Min: 2000, Max: 2100, Flushed: 2000, SegmentSize: 1000}
+	ack := s.Appended(plan.NewEpoch, lv, t0)
 	require.Equal(t, Ack{Written: 2100, Flushed: 2000}, ack)
 	// Wrong offset, bad CRC.
 	_, err = s.OnData(d, lv, t0)
@@ -196,8 +218,15 @@ func TestSlaveStateFlow(t *testing.T) {
 	d.StartOffset, d.CRC = 2100, 1
 	_, err = s.OnData(d, lv, t0)
 	require.ErrorIs(t, err, ErrBadCRC)
-	require.Equal(t, RecoverTruncate, s.OnError(ErrorFrame{Code: CodeDiverged, Offset: 5}).Kind)
-	require.Equal(t, RecoverStop, s.OnError(ErrorFrame{Code: CodeOffsetTooOld, Offset: 5}).Kind)
+	proven := func(e ErrorFrame) ErrorFrame {
+		e.Extended, e.MasterEpoch, e.MasterMin, e.MasterMax = true, 2, 0, 5000
+		e.Proof = ErrorProof("k", mn, hs, e)
+		return e
+	}
+	r := s.OnError(proven(ErrorFrame{Code: CodeDiverged, Offset: 2050}), lv)
+	require.Equal(t, RecoverTruncate, r.Kind)
+	require.Equal(t, int64(2050), r.Offset)
+	require.Equal(t, RecoverStop, s.OnError(proven(ErrorFrame{Code: CodeOffsetTooOld, Offset: 3000}), lv).Kind)
 	require.Equal(t, SlaveFailed, s.Phase())
 }
 

@@ -234,8 +234,10 @@ func LoadOS(dst any) (string, error) {
 }
 
 // Dump renders dst as a properties file (sorted keys), masking keys whose
-// name contains "secret", "password" or "token". Used for the start-up line
-// that states the effective configuration.
+// name contains "secret", "password" or "token", except keys ending in
+// "File" or "Path", which name where a secret is kept (haSecretFile), not
+// the secret. Used for the start-up line that states the effective
+// configuration.
 func Dump(dst any) map[string]string {
 	fs, keys, _ := fields(dst)
 	out := make(map[string]string, len(keys))
@@ -246,7 +248,8 @@ func Dump(dst any) map[string]string {
 			s = strings.Join(sl, ",")
 		}
 		lk := strings.ToLower(k)
-		if s != "" && (strings.Contains(lk, "secret") || strings.Contains(lk, "password") || strings.Contains(lk, "token")) {
+		location := strings.HasSuffix(lk, "file") || strings.HasSuffix(lk, "path")
+		if s != "" && !location && (strings.Contains(lk, "secret") || strings.Contains(lk, "password") || strings.Contains(lk, "token")) {
 			s = "****"
 		}
 		out[k] = s

@@ -18,6 +18,7 @@ type testConfig struct {
 	FlushInterval   time.Duration `prop:"flushIntervalCommitLog,ms"`
 	NamesrvAddr     []string      `prop:"namesrvAddr"`
 	HASecret        string        `prop:"haSecret"`
+	HASecretFile    string        `prop:"haSecretFile"`
 	Ratio           float64       `prop:"ratio"`
 	BrokerID        int64         `prop:"brokerId"`
 	unexported      int
@@ -104,9 +105,10 @@ func TestEnvName(t *testing.T) {
 }
 
 func TestDumpMasksSecrets(t *testing.T) {
-	cfg := testConfig{HASecret: "s3cr3t", BrokerName: "b", NamesrvAddr: []string{"x", "y"}}
+	cfg := testConfig{HASecret: "s3cr3t", HASecretFile: "/etc/rmqha/ha.secret", BrokerName: "b", NamesrvAddr: []string{"x", "y"}}
 	d := Dump(&cfg)
 	require.Equal(t, "****", d["haSecret"])
+	require.Equal(t, "/etc/rmqha/ha.secret", d["haSecretFile"], "a secret's location is not the secret")
 	require.Equal(t, "b", d["brokerName"])
 	require.Equal(t, "x,y", d["namesrvAddr"])
 	require.Contains(t, Keys(&cfg), "listenPort")

@@ -15,7 +15,6 @@ import (
 	rocketmq "github.com/apache/rocketmq-client-go/v2"
 	"github.com/apache/rocketmq-client-go/v2/primitive"
 	"github.com/apache/rocketmq-client-go/v2/producer"
-	"github.com/apache/rocketmq-client-go/v2/rlog"
 	"github.com/rmqha/rmqha/libs/broker/route"
 	"github.com/rmqha/rmqha/libs/remoting"
 	"github.com/rmqha/rmqha/tools/e2e"
@@ -23,13 +22,6 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
-
-func TestMain(m *testing.M) {
-	rlog.SetLogLevel("error")
-	os.Exit(m.Run())
-}
-
-const topic = "AttackTopic"
 
 // namesrvRSSBudget is the most resident memory the name server may hold after the attacks
 // (it starts at about 20 MiB; a 1 MiB cluster name must not be kept, let alone copied around).

@@ -357,7 +357,7 @@ func buildImages(t *testing.T, root string) string {
 		}
 	}
 	bin := os.Getenv("RMQHA_BIN_DIR")
-	for _, s := range []string{"namesrv", "master", "slave", "healthcheck", "gensecret"} {
+	for _, s := range []string{"namesrv", "master", "slave", "healthcheck", "secretinit"} {
 		if bin == "" {
 			break
 		}

@@ -20,6 +20,7 @@ import (
 	"github.com/apache/rocketmq-client-go/v2/rlog"
 	"github.com/rmqha/rmqha/libs/remoting"
 	"github.com/rmqha/rmqha/tools/harness"
+	"github.com/rmqha/rmqha/tools/secretfile"
 	"github.com/sirupsen/logrus"
 	"github.com/stretchr/testify/require"
 )
@@ -80,6 +81,9 @@ func startGroup(t *testing.T) *group {
 	fmt.Fprintf(&b, "listenPort=%d\nhaListenPort=%d\nhttpPort=%d\nbindAddress=127.0.0.1\n", ports[1], ports[2], ports[3])
 	fmt.Fprintf(&b, "brokerIP1=127.0.0.1\nbrokerIP2=127.0.0.1\nnamesrvAddr=%s\nstorePathRootDir=%s\nregistrationSecret=%s\n", g.nsAddr, g.storeDir, secret)
 	fmt.Fprintf(&b, "flushDiskType=ASYNC_FLUSH\nmappedFileSizeCommitLog=%d\nmaxMessageSize=%d\nmessageDelayLevel=%s\n", 4<<20, 1<<20, delayLevels)
+	haSecret, _, err := secretfile.EnsureInstall(filepath.Join(g.dir, "secrets")) // a random HA secret per run
+	require.NoError(t, err)
+	fmt.Fprintf(&b, "haSecretFile=%s\n", haSecret)
 	g.master = start("master", b.String())
 	g.waitMaster(t)
 	return g

@@ -17,6 +17,7 @@ import (
 	"github.com/rmqha/rmqha/libs/broker/route"
 	"github.com/rmqha/rmqha/libs/remoting"
 	"github.com/rmqha/rmqha/tools/harness"
+	"github.com/rmqha/rmqha/tools/secretfile"
 	"github.com/sirupsen/logrus"
 )
 
@@ -69,6 +70,10 @@ type GroupConfig struct {
 	// server's address before the broker starts, and returns the address that broker
 	// registers with (a test's tap in between).
 	NamesrvFor func(brokerID int, namesrvAddr string) string
+	// HAFront, when set, is called with the master's HA address once the master runs and
+	// returns the address the slave dials instead (an attack test's man in the middle).
+	// Default nil: the slave dials the master (or the HAProxy).
+	HAFront func(masterHA string) string
 }
 
 // DefaultGroupConfig returns the defaults described on GroupConfig.
@@ -99,6 +104,8 @@ func (c GroupConfig) Validate() error {
 		return fmt.Errorf("%w: ProxyHA without a slave", ErrInvalidConfig)
 	case c.ProxyHA && c.SlaveFollowsNameServer:
 		return fmt.Errorf("%w: ProxyHA needs the slave's haMasterAddress (SlaveFollowsNameServer)", ErrInvalidConfig)
+	case c.HAFront != nil && (c.NoSlave || c.ProxyHA):
+		return fmt.Errorf("%w: HAFront needs a slave and no ProxyHA", ErrInvalidConfig)
 	}
 	return nil
 }
@@ -117,6 +124,9 @@ type Group struct {
 	SlaveAddr   string // remoting address of the slave (brokerId 1); "" without a slave
 	MasterHTTP  string // the master's /status endpoint host:port
 	SlaveHTTP   string // the slave's /status endpoint host:port
+	// HASecretFile holds the group's HA secret (random, written for this run); every broker
+	// reads it with haSecretFile.
+	HASecretFile string
 
 	// Admin is a raw remoting client for checks (routes, offsets, stored records).
 	Admin *remoting.Client
@@ -147,6 +157,10 @@ func StartGroup(t testing.TB, cfg GroupConfig) *Group {
 	if !cfg.NoSlave {
 		g.SlaveAddr = harness.Addr(ports[4])
 		g.SlaveHTTP = harness.Addr(ports[6])
+	}
+	var err error
+	if g.HASecretFile, _, err = secretfile.EnsureInstall(filepath.Join(cfg.Dir, "secrets")); err != nil {
+		t.Fatal(err)
 	}
 	ccfg := remoting.DefaultClientConfig()
 	ccfg.Logger = quietLogger()
@@ -190,6 +204,9 @@ func StartGroup(t testing.TB, cfg GroupConfig) *Group {
 			g.HAProxy = harness.NewProxyT(t, g.MasterHA)
 			haTarget = g.HAProxy.Addr()
 		}
+		if cfg.HAFront != nil {
+			haTarget = cfg.HAFront(g.MasterHA)
+		}
 		if cfg.SlaveFollowsNameServer {
 			haTarget = ""
 		}
@@ -209,6 +226,7 @@ func (g *Group) brokerConf(id int, role string, port, haPort, httpPort int, haMa
 	fmt.Fprintf(&b, "storePathRootDir=%s\n", filepath.Join(c.Dir, map[int]string{0: "master", 1: "slave"}[id], "store"))
 	fmt.Fprintf(&b, "mappedFileSizeCommitLog=%d\nmaxMessageSize=%d\nslaveTimeout=%d\n", c.MappedFileSizeCommitLog, c.MaxMessageSize, c.SlaveTimeout.Milliseconds())
 	b.WriteString("slaveReadEnable=true\nflushDiskType=ASYNC_FLUSH\n")
+	fmt.Fprintf(&b, "haSecretFile=%s\n", g.HASecretFile)
 	if haMaster != "" {
 		fmt.Fprintf(&b, "haMasterAddress=%s\n", haMaster)
 	}

@@ -18,6 +18,7 @@ import (
 	"github.com/rmqha/rmqha/libs/remoting"
 	"github.com/rmqha/rmqha/tools/e2e"
 	"github.com/rmqha/rmqha/tools/harness"
+	"github.com/rmqha/rmqha/tools/secretfile"
 	"github.com/sirupsen/logrus"
 )
 
@@ -63,6 +64,11 @@ func startGroup(t *testing.T, n int) *group {
 	cc.RequestTimeout = 3 * time.Second
 	g.admin = remoting.NewClient(cc)
 	t.Cleanup(func() { _ = g.admin.Close() })
+	// One random HA secret per run, the same for every node (any of them may become master).
+	haSecret, _, err := secretfile.EnsureInstall(filepath.Join(g.dir, "secrets"))
+	if err != nil {
+		t.Fatal(err)
+	}
 	ports := harness.MustFreePorts(t, 1+3*n)
 	g.nsAddr = harness.Addr(ports[0])
 	secret := harness.NewSecret()
@@ -79,6 +85,7 @@ func startGroup(t *testing.T, n int) *group {
 		fmt.Fprintf(&b, "storePathRootDir=%s\n", filepath.Join(g.dir, name, "store"))
 		b.WriteString("mappedFileSizeCommitLog=4194304\nmaxMessageSize=65536\nslaveTimeout=2000\n")
 		b.WriteString("haSendHeartbeatInterval=500\nhaHousekeepingInterval=3000\n")
+		fmt.Fprintf(&b, "haSecretFile=%s\n", haSecret)
 		// No NATS or metasync here: slaves pull the master's tables themselves, often.
 		b.WriteString("metasyncFallbackInterval=500\n")
 		b.WriteString("enableFailover=true\nfailoverMasterRole=SYNC_MASTER\nslaveReadEnable=true\nautoCreateTopicEnable=true\n")

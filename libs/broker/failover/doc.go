@@ -50,6 +50,8 @@
 //	failoverLeaseTtl             LeaseTTL in ms (default 2000)
 //	failoverSafetyMargin         SafetyMargin in ms (default 600)
 //	uncleanFailover=true         a slave outside the in-sync set may take over (logged)
+//	haSecretFile / haSecret      the group's HA secret: the same on every node, since any
+//	                             node may serve as master or slave
 //
 // The election's view (lock holder, epoch, in-sync set, lease left, fenced) is in the
 // broker's /status under "failover"; mqadmin switchover -b <brokerName> hands the master role

@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/rmqha/rmqha/libs/broker"
+	"github.com/rmqha/rmqha/libs/hawire/hawiretest"
 	"github.com/stretchr/testify/require"
 )
 
@@ -28,6 +29,7 @@ func TestFailoverConfiguration(t *testing.T) {
 
 	// Off by default: the keys are accepted and change nothing.
 	cfg := broker.DefaultConfig()
+	cfg.HASecret = hawiretest.NewSecret()
 	require.False(t, cfg.EnableFailover)
 	require.NoError(t, cfg.Validate())
 }

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"net"
 	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"sync"
@@ -12,6 +13,7 @@ import (
 	"time"
 
 	"github.com/rmqha/rmqha/libs/broker"
+	"github.com/rmqha/rmqha/libs/hawire/hawiretest"
 	"github.com/stretchr/testify/require"
 )
 
@@ -43,9 +45,44 @@ func TestMainRefusesBadConfig(t *testing.T) {
 	out.Reset()
 	require.Equal(t, 0, Main(slave, []string{"-h"}, nil, &out))
 	require.Contains(t, out.String(), "haMasterAddress")
+	require.Contains(t, out.String(), "haSecretFile")
+}
+
+// TestMainRefusesToStartWithoutHASecret: master and slave binaries refuse to start without
+// an HA secret, naming the keys; a secret file that cannot be read refuses too.
+func TestMainRefusesToStartWithoutHASecret(t *testing.T) {
+	master := Options{Program: "master", CheckRole: MasterRoles}
+	slave := Options{Program: "slave", CheckRole: SlaveRoles, Defaults: func(c *broker.Config) {
+		c.BrokerRole = broker.RoleSlave
+		c.BrokerID = 1
+	}}
+	store := "-storePathRootDir=" + t.TempDir()
+	for _, run := range []struct {
+		o    Options
+		args []string
+	}{
+		{master, []string{store}},
+		{master, []string{store, "-brokerRole=SYNC_MASTER"}},
+		{slave, []string{store}},
+		{slave, []string{store, "-enableFailover=true"}},
+	} {
+		var out bytes.Buffer
+		require.Equal(t, 2, Main(run.o, run.args, nil, &out), "%s %v", run.o.Program, run.args)
+		for _, key := range []string{"haSecretFile", "haSecret", "haAllowUnauthenticated=true", "refusing to start"} {
+			require.Contains(t, out.String(), key, "%s %v", run.o.Program, run.args)
+		}
+	}
+	var out bytes.Buffer
+	missing := filepath.Join(t.TempDir(), "no-such-file")
+	require.Equal(t, 2, Main(master, []string{store, "-haSecretFile=" + missing}, nil, &out))
+	require.Contains(t, out.String(), "haSecretFile")
+	require.Contains(t, out.String(), "no such file")
 }
 
 func TestMainStopsCleanlyOnSIGTERM(t *testing.T) {
+	secret := hawiretest.NewSecret()
+	secretFile := filepath.Join(t.TempDir(), "ha.secret")
+	require.NoError(t, os.WriteFile(secretFile, []byte(secret+"\n"), 0o600))
 	var out syncBuffer
 	done := make(chan int, 1)
 	// The port is picked by opening and closing a listener, so another process
@@ -58,7 +95,7 @@ func TestMainStopsCleanlyOnSIGTERM(t *testing.T) {
 		out = syncBuffer{}
 		args := []string{"-listenPort=" + strconv.Itoa(port), "-haListenPort=0", "-bindAddress=127.0.0.1",
 			"-brokerIP1=127.0.0.1", "-storePathRootDir=" + t.TempDir(), "-mappedFileSizeCommitLog=1048576",
-			"-maxMessageSize=65536", "-haSecret=hush", "-logFormat=json"}
+			"-maxMessageSize=65536", "-haSecretFile=" + secretFile, "-logFormat=json"}
 		go func() { done <- Main(Options{Program: "master", CheckRole: MasterRoles}, args, nil, &out) }()
 		var exited bool
 		require.Eventually(t, func() bool {
@@ -88,8 +125,9 @@ func TestMainStopsCleanlyOnSIGTERM(t *testing.T) {
 		t.Fatal("no exit after SIGTERM")
 	}
 	require.Contains(t, out.String(), "clean shutdown")
-	require.Contains(t, out.String(), "haSecret=****")
-	require.NotContains(t, out.String(), "hush")
+	// The start-up line names the secret file, never its content.
+	require.Contains(t, out.String(), "haSecretFile="+secretFile)
+	require.NotContains(t, out.String(), secret)
 	// Structured fields on every broker line.
 	require.Contains(t, out.String(), `"service":"master"`)
 	require.Contains(t, out.String(), `"cluster":"DefaultCluster"`)

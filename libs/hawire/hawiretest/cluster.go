@@ -2,6 +2,8 @@ package hawiretest
 
 import (
 	"bytes"
+	"crypto/rand"
+	"encoding/hex"
 	"fmt"
 	"io"
 	"os"
@@ -29,7 +31,20 @@ func Logger() logrus.FieldLogger {
 	return l
 }
 
-// MasterConfig is a fast-timing master configuration on 127.0.0.1:0.
+// Secret is a random secret drawn once per test process; MasterConfig and
+// SlaveConfig use it.
+var Secret = NewSecret()
+
+// NewSecret returns a fresh random secret (32 hex characters).
+func NewSecret() string {
+	b := make([]byte, 16)
+	if _, err := rand.Read(b); err != nil {
+		panic(err)
+	}
+	return hex.EncodeToString(b)
+}
+
+// MasterConfig is a fast-timing master configuration on 127.0.0.1:0 with Secret.
 func MasterConfig(epochDir string) hawire.MasterConfig {
 	c := hawire.DefaultMasterConfig()
 	c.ListenAddr = "127.0.0.1:0"
@@ -38,10 +53,11 @@ func MasterConfig(epochDir string) hawire.MasterConfig {
 	c.SlaveTimeout = time.Second
 	c.EpochDir = epochDir
 	c.Logger = Logger()
+	c.Secret = Secret
 	return c
 }
 
-// SlaveConfig is a fast-timing slave configuration.
+// SlaveConfig is a fast-timing slave configuration with Secret.
 func SlaveConfig(epochDir string) hawire.SlaveConfig {
 	c := hawire.DefaultSlaveConfig()
 	c.HeartbeatInterval = 50 * time.Millisecond
@@ -49,8 +65,10 @@ func SlaveConfig(epochDir string) hawire.SlaveConfig {
 	c.ReconnectMin = 10 * time.Millisecond
 	c.ReconnectMax = 200 * time.Millisecond
 	c.DialTimeout = time.Second
+	c.ReconnectReset = 500 * time.Millisecond
 	c.EpochDir = epochDir
 	c.Logger = Logger()
+	c.Secret = Secret
 	return c
 }
 

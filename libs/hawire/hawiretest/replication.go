@@ -2,6 +2,7 @@ package hawiretest
 
 import (
 	"bytes"
+	"crypto/rand"
 	"encoding/binary"
 	"errors"
 	"net"
@@ -23,6 +24,8 @@ func RunReplication(t *testing.T, newLog LogFactory) {
 	t.Run("DivergedTailIsTruncated", func(t *testing.T) { testDiverged(t, newLog) })
 	t.Run("SyncWaitsThroughFaultyLink", func(t *testing.T) { testFaultyLink(t, newLog) })
 	t.Run("HostilePeersCannotMoveAcks", func(t *testing.T) { testHostile(t, newLog) })
+	t.Run("ImpostorMasterCannotTouchTheLog", func(t *testing.T) { testImpostorMaster(t, newLog) })
+	t.Run("StrangerSlaveCannotConfirmSends", func(t *testing.T) { testStrangerSlave(t, newLog) })
 	t.Run("SlowLinkIsNotDropped", func(t *testing.T) { testSlowLink(t, newLog) })
 	t.Run("SlaveDiskFailureTimesOutSyncSends", func(t *testing.T) { testSlaveDiskFailure(t, newLog) })
 	t.Run("MasterKilledUnderSyncLoadLosesNoAckedSend", func(t *testing.T) { testNoAckedLoss(t, newLog) })
@@ -346,7 +349,7 @@ func testTooOld(t *testing.T, newLog LogFactory) {
 
 	// Opt-in: wipe and copy again.
 	cfg := SlaveConfig(sdir)
-	cfg.OnTooOld = hawire.OnTooOldWipe
+	cfg.OnTooOld, cfg.AllowWipe = hawire.OnTooOldWipe, true
 	StartSlave(t, cfg, sl, m.Addr().String())
 	WaitCaughtUp(t, ml, sl, 30*time.Second)
 	if sl.MinOffset() != ml.MinOffset() {
@@ -576,16 +579,17 @@ func (f *fakeSlave) expectClosed() hawire.ErrorCode {
 }
 
 func (f *fakeSlave) handshake(secret string, brokerID int64, seg int64) hawire.Handshake {
-	hs := hawire.Handshake{Version: hawire.Version1, Cluster: "DefaultCluster", BrokerName: "broker-a",
+	hs := hawire.Handshake{Version: hawire.MaxVersion, Cluster: "DefaultCluster", BrokerName: "broker-a",
 		BrokerID: brokerID, SegmentSize: seg}
+	_, _ = rand.Read(hs.SlaveNonce[:])
 	if secret != "" {
-		hs.Proof = hawire.ComputeProof(secret, f.hello.Nonce, hs)
+		hs.Proof = hawire.SlaveProof(secret, f.hello.Nonce, hs)
 	}
 	return hs
 }
 
 func testHostile(t *testing.T, newLog LogFactory) {
-	const secret = "s3cret"
+	secret := NewSecret()
 	ml, sl := newLog(t), newLog(t)
 	seg := ml.SegmentSize()
 	mcfg := MasterConfig(t.TempDir())
@@ -657,7 +661,7 @@ func testHostile(t *testing.T, newLog LogFactory) {
 	}
 	boundary := recordBoundaryNear(t, all, seg/2)
 	hs.MinOffset, hs.MaxOffset, hs.LastEpoch, hs.LastEpochStart = 0, boundary, m.Epoch(), 0
-	hs.Proof = hawire.ComputeProof(secret, f.hello.Nonce, hs)
+	hs.Proof = hawire.SlaveProof(secret, f.hello.Nonce, hs)
 	f.send(hawire.AppendHandshake(nil, hs))
 	if typ, _, err := f.fr.Next(hawire.MaxControlFrame); err != nil || typ != hawire.FrameAccept {
 		t.Fatalf("fake slave not accepted: %v %v", typ, err)
@@ -677,4 +681,146 @@ func testHostile(t *testing.T, newLog LogFactory) {
 	// The real slave still replicates and SYNC sends still complete.
 	rs := syncSends(t, m, ml, 10, 1000, time.Second, 10)
 	checkByDeadline(t, "after attacks", rs, time.Second, hawire.ReplOK)
+}
+
+// testImpostorMaster: a non-empty slave pointed at a peer that does not know
+// the secret (or knows another one) keeps its log byte for byte whatever
+// the peer answers (DIVERGED at 0, OFFSET_TOO_OLD, an ACCEPT with data, a
+// version-1 HELLO), redials only at the backoff's pace, and replicates
+// again once it finds its real master. The slave may wipe (AllowWipe,
+// OnTooOld=wipe), so only the proofs stand between the impostor and its log.
+func testImpostorMaster(t *testing.T, newLog LogFactory) {
+	ml, sl := newLog(t), newLog(t)
+	m := StartMaster(t, MasterConfig(t.TempDir()), ml)
+	fillTo(t, ml, ml.SegmentSize()+ml.SegmentSize()/2, 31)
+	disc := NewSwitchDiscovery(m.Addr().String())
+	scfg := SlaveConfig(t.TempDir())
+	scfg.AllowWipe, scfg.OnTooOld = true, hawire.OnTooOldWipe
+	s, err := hawire.NewSlave(scfg, sl, disc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = s.Close() })
+	WaitCaughtUp(t, ml, sl, 30*time.Second)
+	before, err := ReadAll(sl)
+	if err != nil {
+		t.Fatal(err)
+	}
+	epoch := m.Epoch()
+	wrong := NewSecret()
+	recs := Record(300, 99)
+	for _, c := range []struct {
+		name   string
+		answer func(hawire.Hello, hawire.Handshake) [][]byte
+		hello  func() hawire.Hello
+	}{
+		{"diverged at 0, no proof", Refusal("", hawire.CodeDiverged, 0, epoch+5, 0, 0), nil},
+		{"diverged at 0, wrong secret", Refusal(wrong, hawire.CodeDiverged, 0, epoch+5, 0, 0), nil},
+		{"offset too old, no proof", Refusal("", hawire.CodeOffsetTooOld, 1<<40, epoch+5, 1<<40, 1<<41), nil},
+		{"offset too old, wrong secret", Refusal(wrong, hawire.CodeOffsetTooOld, 1<<40, epoch+5, 1<<40, 1<<41), nil},
+		{"config mismatch, wrong secret", Refusal(wrong, hawire.CodeConfigMismatch, 4096, epoch+5, 0, 0), nil},
+		{"accept and data, wrong secret", AcceptWithData(wrong, epoch+5, recs), nil},
+		{"version 1 hello", func(hawire.Hello, hawire.Handshake) [][]byte { return nil }, func() hawire.Hello {
+			return hawire.Hello{MinVersion: hawire.Version1, MaxVersion: hawire.Version1}
+		}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			f := NewFakeMaster(t, c.answer)
+			if c.hello != nil {
+				f.SetHello(c.hello)
+			}
+			reconnects := s.Status().Reconnects
+			disc.Set(f.Addr())
+			const watch = 2 * time.Second
+			start := time.Now()
+			Eventually(t, 10*time.Second, func() bool { return f.Connections() >= 3 }, "slave dials the impostor")
+			for time.Since(start) < watch {
+				st := s.Status()
+				if st.State == hawire.SlaveFailed.String() {
+					t.Fatalf("the impostor stopped replication: %+v", st)
+				}
+				time.Sleep(20 * time.Millisecond)
+			}
+			elapsed := time.Since(start)
+			// ReconnectMin 10ms doubling to 200ms, each wait at least half
+			// the bound: a busy loop would make thousands of dials.
+			if n := f.Connections(); n > int64(elapsed/(50*time.Millisecond))+8 {
+				t.Fatalf("%d connections in %s: the slave does not back off", n, elapsed)
+			}
+			st := s.Status()
+			if st.Reconnects-reconnects < 2 || st.Connected || st.LastError == "" {
+				t.Fatalf("status %+v", st)
+			}
+			after, err := ReadAll(sl)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !bytes.Equal(before, after) || sl.MinOffset() != 0 {
+				t.Fatalf("the impostor changed the slave log (%d bytes before, %d after, min %d)", len(before), len(after), sl.MinOffset())
+			}
+			disc.Set(m.Addr().String())
+			f.Close()
+			Eventually(t, 10*time.Second, func() bool { return s.Status().Connected }, "back to the real master: %+v", s.Status())
+		})
+	}
+	k := s.Status().Counters
+	if k.UnprovenMasters < 6 || k.VersionRefusals < 1 || k.Wipes != 0 {
+		t.Fatalf("counters %+v", k)
+	}
+	fillTo(t, ml, ml.MaxOffset()+ml.SegmentSize()/2, 32)
+	WaitCaughtUp(t, ml, sl, 30*time.Second)
+	RequireIdentical(t, ml, sl)
+	rs := syncSends(t, m, ml, 5, 1000, time.Second, 33)
+	checkByDeadline(t, "after the impostor", rs, time.Second, hawire.ReplOK)
+}
+
+// testStrangerSlave: with the real slave gone, peers without the secret or
+// with a wrong one that connect and acknowledge everything never turn a
+// SYNC send into ReplOK.
+func testStrangerSlave(t *testing.T, newLog LogFactory) {
+	ml := newLog(t)
+	m := StartMaster(t, MasterConfig(t.TempDir()), ml)
+	stop := make(chan struct{})
+	var wg sync.WaitGroup
+	for _, secret := range []string{"", NewSecret()} {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for {
+				select {
+				case <-stop:
+					return
+				default:
+				}
+				c, err := net.DialTimeout("tcp", m.Addr().String(), time.Second)
+				if err != nil {
+					continue
+				}
+				fr := hawire.NewFrameReader(c, 0)
+				_ = c.SetDeadline(time.Now().Add(5 * time.Second))
+				if typ, body, err := fr.Next(hawire.MaxControlFrame); err == nil && typ == hawire.FrameHello {
+					hello, _ := hawire.DecodeHello(body)
+					hs := hawire.Handshake{Version: hawire.MaxVersion, Cluster: "DefaultCluster", BrokerName: "broker-a", BrokerID: 1, SegmentSize: ml.SegmentSize()}
+					if secret != "" {
+						hs.Proof = hawire.SlaveProof(secret, hello.Nonce, hs)
+					}
+					_, _ = c.Write(hawire.AppendHandshake(nil, hs))
+					for i := 0; i < 20; i++ { // acknowledge everything the master has
+						_, _ = c.Write(hawire.AppendAck(nil, hawire.Ack{Written: ml.MaxOffset(), Flushed: ml.MaxOffset()}))
+					}
+				}
+				_ = c.Close()
+			}
+		}()
+	}
+	defer func() { close(stop); wg.Wait() }()
+	Eventually(t, 10*time.Second, func() bool { return m.Status().Counters.AuthFailures >= 4 }, "strangers refused: %+v", m.Status().Counters)
+	rs := syncSends(t, m, ml, 30, 500, 500*time.Millisecond, 41)
+	checkByDeadline(t, "strangers only", rs, 500*time.Millisecond, hawire.ReplSlaveNotAvailable, hawire.ReplTimeout)
+	if m.InSyncCount() != 1 {
+		t.Fatalf("in sync %d", m.InSyncCount())
+	}
 }

@@ -66,6 +66,7 @@ func TestWithRealGroup(t *testing.T) {
 	fmt.Fprintf(&b, "brokerClusterName=%s\nbrokerName=%s\nbrokerId=0\nbrokerRole=ASYNC_MASTER\n", cluster, broker)
 	fmt.Fprintf(&b, "listenPort=%d\nhaListenPort=%d\nhttpPort=%d\nbindAddress=127.0.0.1\nbrokerIP1=127.0.0.1\nbrokerIP2=127.0.0.1\n", bPorts[0], bPorts[1], bPorts[2])
 	fmt.Fprintf(&b, "namesrvAddr=%s\nstorePathRootDir=%s\nmappedFileSizeCommitLog=16777216\nregistrationSecret=%s\n", nsAddr, filepath.Join(bDir, "store"), secret)
+	fmt.Fprintf(&b, "haSecret=%s\n", haSecret)
 	bConf := writeConf(t, bDir, "broker.conf", b.String())
 	master := harness.StartProcessT(t, harness.ProcessConfig{Name: "master", Bin: serviceBinary(t, "master"), Dir: bDir, Args: []string{"-c", bConf}, Env: env})
 	masterAddr := harness.Addr(bPorts[0])

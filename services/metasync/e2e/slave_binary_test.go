@@ -12,8 +12,12 @@ import (
 	"github.com/rmqha/rmqha/libs/broker/route"
 	"github.com/rmqha/rmqha/libs/remoting"
 	"github.com/rmqha/rmqha/tools/harness"
+	"github.com/rmqha/rmqha/tools/secretfile"
 	"github.com/stretchr/testify/require"
 )
+
+// haSecret is the HA secret of this run's brokers: random, drawn once per test process.
+var haSecret = secretfile.New()
 
 // startBrokerBinary returns the broker's client and HA addresses.
 func startBrokerBinary(t *testing.T, name, role string, id int, extra string, env []string) (string, string, *harness.Process) {
@@ -23,7 +27,7 @@ func startBrokerBinary(t *testing.T, name, role string, id int, extra string, en
 	var b strings.Builder
 	fmt.Fprintf(&b, "brokerClusterName=%s\nbrokerName=%s\nbrokerId=%d\nbrokerRole=%s\n", cluster, broker, id, role)
 	fmt.Fprintf(&b, "listenPort=%d\nhaListenPort=%d\nhttpPort=%d\nbindAddress=127.0.0.1\nbrokerIP1=127.0.0.1\nbrokerIP2=127.0.0.1\n", ports[0], ports[1], ports[2])
-	fmt.Fprintf(&b, "storePathRootDir=%s\nmappedFileSizeCommitLog=16777216\n%s", filepath.Join(dir, "store"), extra)
+	fmt.Fprintf(&b, "storePathRootDir=%s\nmappedFileSizeCommitLog=16777216\nhaSecret=%s\n%s", filepath.Join(dir, "store"), haSecret, extra)
 	conf := writeConf(t, dir, "broker.conf", b.String())
 	bin := "master"
 	if role == "SLAVE" {

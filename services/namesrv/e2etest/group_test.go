@@ -18,6 +18,7 @@ import (
 	"github.com/rmqha/rmqha/libs/broker/route"
 	"github.com/rmqha/rmqha/libs/remoting"
 	"github.com/rmqha/rmqha/tools/harness"
+	"github.com/rmqha/rmqha/tools/secretfile"
 	"github.com/stretchr/testify/require"
 )
 
@@ -62,6 +63,9 @@ func waitUp(t *testing.T, n *node) {
 	})
 }
 
+// haSecret is the HA secret of this run's brokers: random, drawn once per test process.
+var haSecret = secretfile.New()
+
 type brokerOpts struct {
 	name, role, haMaster, namesrv string
 	id                            int
@@ -87,6 +91,7 @@ func startBroker(t *testing.T, consul *harness.Consul, o brokerOpts) *node {
 	fmt.Fprintf(&b, "listenPort=%d\nhaListenPort=%d\nhttpPort=%d\nbindAddress=127.0.0.1\nbrokerIP1=127.0.0.1\nbrokerIP2=127.0.0.1\n", ports[0], ports[1], ports[2])
 	fmt.Fprintf(&b, "namesrvAddr=%s\nstorePathRootDir=%s\nmappedFileSizeCommitLog=16777216\nslaveReadEnable=true\n", o.namesrv, filepath.Join(o.dir, "store"))
 	fmt.Fprintf(&b, "registrationSecret=%s\n", secret)
+	fmt.Fprintf(&b, "haSecret=%s\n", haSecret)
 	if o.haMaster != "" {
 		fmt.Fprintf(&b, "haMasterAddress=%s\n", o.haMaster)
 	}

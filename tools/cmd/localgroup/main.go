@@ -4,6 +4,10 @@
 // running until Ctrl-C (SIGINT) or SIGTERM, then stops every process it
 // started, newest first, and exits.
 //
+// The brokers authenticate each other on the HA link with a random secret made on the first
+// run (DATA/ha.secret, mode 0600, next to DATA/registration.secret for authenticated
+// registration) and reused on every later run; the brokers read it with haSecretFile.
+//
 // It is what `make run` starts. Services whose binary is not in -bin are
 // skipped with a line saying so. With -failover (make run RUN_ARGS=-failover)
 // the two brokers are a failover group instead: both start as slaves with
@@ -12,7 +16,6 @@ package main
 
 import (
 	"encoding/json"
-	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -25,6 +28,7 @@ import (
 	"time"
 
 	"github.com/rmqha/rmqha/tools/harness"
+	"github.com/rmqha/rmqha/tools/secretfile"
 )
 
 type stopper interface {
@@ -56,6 +60,11 @@ func run(binDir, dataDir string, namesrvPort, masterPort, slavePort, httpBase in
 	if err := os.MkdirAll(dataDir, 0o755); err != nil {
 		return err
 	}
+	// Per-install secrets: made once, reused on every later run, never printed.
+	haSecret, regSecret, err := secretfile.EnsureInstall(dataDir)
+	if err != nil {
+		return fmt.Errorf("secrets: %w", err)
+	}
 	var out io.Writer // nil unless -v: a typed nil would not be an empty io.Writer
 	if verbose {
 		out = os.Stdout
@@ -76,6 +85,7 @@ func run(binDir, dataDir string, namesrvPort, masterPort, slavePort, httpBase in
 
 	fail := func(err error) error { stopAll(); return err }
 
+	fmt.Printf("secrets   %s (haSecretFile of the brokers), %s (registrationSecretFile of the name server and the brokers)\n", haSecret, regSecret)
 	consul, err := harness.StartConsul(filepath.Join(dataDir, "consul"), out)
 	if err != nil {
 		return fail(fmt.Errorf("consul: %w", err))
@@ -92,18 +102,13 @@ func run(binDir, dataDir string, namesrvPort, masterPort, slavePort, httpBase in
 	fmt.Printf("nats      %s\n", natsURL)
 
 	env := []string{"CONSUL_HTTP_ADDR=" + consul.HTTPAddr(), "NATS_URL=" + natsURL}
-	regSecret, err := installSecret(filepath.Join(dataDir, "registration.secret"))
-	if err != nil {
-		return fail(err)
-	}
-	fmt.Printf("secret    %s (registrationSecretFile of the name server and the brokers)\n", regSecret)
 	nsAddr := harness.Addr(namesrvPort)
 	type service struct{ name, conf, ready, show string }
 	services := []service{
 		{"namesrv", fmt.Sprintf("listenPort=%d\nhttpPort=%d\nregistrationSecretFile=%s\n", namesrvPort, httpBase, regSecret), nsAddr, "namesrv   " + nsAddr},
-		{"master", brokerConf(dataDir, "master", 0, "SYNC_MASTER", masterPort, nsAddr, httpBase+1, ""),
+		{"master", brokerConf(dataDir, haSecret, "master", 0, "SYNC_MASTER", masterPort, nsAddr, httpBase+1, ""),
 			harness.Addr(masterPort), fmt.Sprintf("master    %s (HA %s, SYNC_MASTER)", harness.Addr(masterPort), harness.Addr(masterPort+1))},
-		{"slave", brokerConf(dataDir, "slave", 1, "SLAVE", slavePort, nsAddr, httpBase+2, harness.Addr(masterPort+1)) +
+		{"slave", brokerConf(dataDir, haSecret, "slave", 1, "SLAVE", slavePort, nsAddr, httpBase+2, harness.Addr(masterPort+1)) +
 			fmt.Sprintf("metasyncAddrs=%s\n", harness.Addr(httpBase+3)),
 			harness.Addr(slavePort), fmt.Sprintf("slave     %s (replicates from %s)", harness.Addr(slavePort), harness.Addr(masterPort+1))},
 		{"metasync", fmt.Sprintf("namesrvAddr=%s\nhttpPort=%d\nstorePathRootDir=%s\n", nsAddr, httpBase+3, filepath.Join(dataDir, "metasync", "store")),
@@ -112,9 +117,9 @@ func run(binDir, dataDir string, namesrvPort, masterPort, slavePort, httpBase in
 	if failover {
 		// Both nodes run the slave binary; the election makes one of them master.
 		msync := fmt.Sprintf("metasyncAddrs=%s\nenableFailover=true\n", harness.Addr(httpBase+3))
-		services[1] = service{"node1", brokerConf(dataDir, "node1", 1, "SLAVE", masterPort, nsAddr, httpBase+1, "") + msync,
+		services[1] = service{"node1", brokerConf(dataDir, haSecret, "node1", 1, "SLAVE", masterPort, nsAddr, httpBase+1, "") + msync,
 			harness.Addr(masterPort), fmt.Sprintf("node1     %s (HA %s, automatic failover)", harness.Addr(masterPort), harness.Addr(masterPort+1))}
-		services[2] = service{"node2", brokerConf(dataDir, "node2", 2, "SLAVE", slavePort, nsAddr, httpBase+2, "") + msync,
+		services[2] = service{"node2", brokerConf(dataDir, haSecret, "node2", 2, "SLAVE", slavePort, nsAddr, httpBase+2, "") + msync,
 			harness.Addr(slavePort), fmt.Sprintf("node2     %s (HA %s, automatic failover)", harness.Addr(slavePort), harness.Addr(slavePort+1))}
 	}
 	for i := 1; i <= 2; i++ { // the brokers sign their registrations with the same secret
@@ -173,11 +178,12 @@ Press Ctrl-C to stop everything.
 	return nil
 }
 
-func brokerConf(dataDir, name string, id int, role string, port int, namesrv string, httpPort int, haMaster string) string {
+func brokerConf(dataDir, haSecretFile, name string, id int, role string, port int, namesrv string, httpPort int, haMaster string) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "brokerClusterName=DefaultCluster\nbrokerName=broker-a\nbrokerId=%d\nbrokerRole=%s\n", id, role)
 	fmt.Fprintf(&b, "listenPort=%d\nhaListenPort=%d\nnamesrvAddr=%s\nbrokerIP1=127.0.0.1\nbrokerIP2=127.0.0.1\n", port, port+1, namesrv)
 	fmt.Fprintf(&b, "storePathRootDir=%s\nflushDiskType=ASYNC_FLUSH\nslaveReadEnable=true\nhttpPort=%d\n", filepath.Join(dataDir, name, "store"), httpPort)
+	fmt.Fprintf(&b, "haSecretFile=%s\n", haSecretFile)
 	if haMaster != "" {
 		fmt.Fprintf(&b, "haMasterAddress=%s\n", haMaster)
 	}
@@ -187,18 +193,6 @@ func brokerConf(dataDir, name string, id int, role string, port int, namesrv str
 // installSecret returns path, first writing a new random secret there (mode 0600) when the
 // file does not exist: one secret per install, kept across runs, never a constant of the
 // repository.
-func installSecret(path string) (string, error) {
-	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
-	if errors.Is(err, os.ErrExist) {
-		return path, nil
-	}
-	if err != nil {
-		return "", err
-	}
-	_, err = fmt.Fprintln(f, harness.NewSecret())
-	return path, errors.Join(err, f.Close())
-}
-
 // waitElected waits until one of the failover nodes (status ports a and b) serves as master and
 // returns its client address.
 func waitElected(a, b int) (string, error) {

@@ -1,0 +1,16 @@
+package attacktest
+
+import (
+	"os"
+	"testing"
+
+	"github.com/apache/rocketmq-client-go/v2/rlog"
+)
+
+func TestMain(m *testing.M) {
+	rlog.SetLogLevel("error")
+	os.Exit(m.Run())
+}
+
+// topic is the one topic the attack cases send to and check.
+const topic = "AttackTopic"
