@@ -52,6 +52,7 @@ func TestTransportKeysLoad(t *testing.T) {
 	require.True(t, cfg.HTTPTLSEnable)
 
 	cfg.StorePathRootDir = t.TempDir()
+	cfg.HASecret = testHASecret
 	_, err = New(cfg, testLogger()) // enforcing without a certificate and without test mode
 	require.ErrorIs(t, err, ErrInvalidConfig)
 	require.ErrorContains(t, err, "tls.server.certPath")
