@@ -105,8 +105,8 @@ func startACLGroup(t *testing.T, aclOn bool, cfg e2e.GroupConfig) *aclGroup {
 	nsPort := harness.MustFreePorts(t, 1)[0]
 	a.nsHTTP = harness.Addr(nsPort)
 	cfg.ExtraNamesrv = append(cfg.ExtraNamesrv, fmt.Sprintf("httpPort=%d", nsPort))
-	haSecret := "haSecret=" + randomKey(t)
-	common := []string{haSecret, "accessKey=" + adminAK, "secretKey=" + a.adminSK}
+	// The HA secret comes from the e2e fixture (haSecretFile).
+	common := []string{"accessKey=" + adminAK, "secretKey=" + a.adminSK}
 	if aclOn {
 		common = append(common, "aclEnable=true", "aclPlainFile="+a.aclPath)
 		cfg.ExtraNamesrv = append(cfg.ExtraNamesrv, "aclEnable=true", "aclPlainFile="+a.aclPath)
