@@ -41,6 +41,8 @@ type Broker struct {
 	httpSrv   *httpServer
 	metrics   *brokerMetrics
 	role      roleState // in-process role switching (role.go)
+	// autoc bounds the groups and retry topics client requests create (autocreate.go).
+	autoc *autoCreator
 	// rv is the role-dependent state (role, brokerId, HA master or slave, delay delivery),
 	// replaced whole by a role switch and read without locks by request handlers (role.go).
 	rv atomic.Pointer[roleView]
@@ -123,6 +125,7 @@ func New(cfg Config, logger logrus.FieldLogger) (*Broker, error) {
 		claimEvery:  claimCheckEvery,
 	}
 	b.rv.Store(&roleView{role: cfg.BrokerRole, id: cfg.BrokerID})
+	b.autoc = newAutoCreator()
 	b.metrics = newBrokerMetrics(b, cfg.MetricsEnable)
 	b.masterAddr.Store("")
 	b.ctx, b.cancel = context.WithCancel(context.Background())
@@ -249,6 +252,9 @@ func (b *Broker) start() error {
 	mcfg.AutoCreateTopicEnable = cfg.AutoCreateTopicEnable
 	mcfg.DefaultTopicQueueNums = int32(cfg.DefaultTopicQueueNums)
 	mcfg.AutoCreateSubscriptionGroup = cfg.AutoCreateSubscriptionGroup
+	mcfg.AutoCreateSubscriptionGroupLimit = cfg.AutoCreateSubscriptionGroupLimit
+	mcfg.PersistBatchInterval = cfg.MetadataFlushInterval
+	mcfg.PersistBatchSize = cfg.MetadataFlushBatch
 	mcfg.Now = b.now
 	mcfg.Logger = b.log.WithField("component", "meta")
 	b.tables, err = meta.Open(mcfg)
@@ -416,7 +422,8 @@ func (b *Broker) teardown(ctx context.Context) error {
 		b.nsCli.Close()
 	}
 	if b.tables != nil {
-		errs = append(errs, b.tables.PersistOffsets())
+		// Pending metadata batches, then the offsets.
+		errs = append(errs, b.tables.Close())
 	}
 	if b.store != nil {
 		errs = append(errs, b.store.Close())

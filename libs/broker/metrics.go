@@ -388,6 +388,15 @@ var (
 	descMetaLen    = desc("metadata_entries", "Entries of a metadata table.", "table")
 	descClients    = desc("client_channels", "Client connections known from heartbeats, by kind.", "kind")
 
+	descAutoCreated  = desc("autocreate_total", "Subscription groups and retry topics auto-created by client requests, by kind (group, retry_topic).", "kind")
+	descAutoRefused  = desc("autocreate_refused_total", "Auto-creations refused, by bound (table_limit, per_heartbeat, per_connection, disabled, invalid_name).", "reason")
+	descHBRefused    = desc("heartbeat_refused_total", "Heartbeats refused whole, by reason (invalid_name, too_large, connection_registrations).", "reason")
+	descMetaWrites   = desc("metadata_writes_total", "Rewrites of a metadata table file.", "table")
+	descMetaPending  = desc("metadata_pending_changes", "Changes of a metadata table not yet in its file (written with the next batch).", "table")
+	descCQRepairs    = desc("store_cq_repaired_queues", "Consume queues found incomplete at the last start and rebuilt from the CommitLog.")
+	descCQRestored   = desc("store_cq_restored_units", "Consume-queue entries the start-up check rebuilt from the CommitLog.")
+	descDelayRefused = desc("delay_refused_total", "Scheduled records delivered nowhere: REAL_TOPIC missing or the schedule topic itself.")
+
 	descEpoch        = desc("ha_epoch", "Master: current epoch; slave: last epoch of its log.")
 	descConfirmed    = desc("ha_confirmed_offset", "Offset acknowledged by enough copies (master), or the master's confirmed offset as last told (slave).")
 	descInSync       = desc("ha_in_sync_replicas", "Master: copies in sync, the master included.")
@@ -414,6 +423,7 @@ var allDescs = []*prometheus.Desc{
 	descInfo, descRunning, descFenced, descSwitches, descMinOffset, descMaxOffset, descFlushed, descDispatched, descReadOnly,
 	descSegments, descAppended, descAppends, descFsyncs, descFlushTO, descSendReq, descRefused,
 	descPullReq, descHeld, descMetaVer, descMetaLen, descClients, descEpoch, descConfirmed,
+	descAutoCreated, descAutoRefused, descHBRefused, descMetaWrites, descMetaPending, descCQRepairs, descCQRestored, descDelayRefused,
 	descInSync, descInSyncSlaves, descNeeded, descSlavesConn, descWaiters, descSlaveLag,
 	descSlaveLagSec, descSlaveInSync, descSlaveAck, descSlaveAckAge, descHACounter,
 	descReplConnected, descReplFailed, descReplLag, descReplLagSec, descMasterMax, descReconnects,
@@ -484,6 +494,22 @@ func (c *stateCollector) Collect(ch chan<- prometheus.Metric) {
 				counter(descMetaVer, float64(d.DataVersion.Counter), "delayOffset")
 			}
 		}
+	}
+	if b.autoc != nil {
+		counter(descAutoCreated, float64(b.autoc.createdGroups.Load()), "group")
+		counter(descAutoCreated, float64(b.autoc.createdRetry.Load()), "retry_topic")
+		for _, r := range refusedReasons {
+			counter(descAutoRefused, float64(b.autoc.refused[r].Load()), r)
+		}
+		for _, r := range heartbeatRefusedReasons {
+			counter(descHBRefused, float64(b.autoc.hbRefused[r].Load()), r)
+		}
+	}
+	if b.tables != nil {
+		counter(descMetaWrites, float64(b.tables.Topics.Writes()), "topics")
+		counter(descMetaWrites, float64(b.tables.Groups.Writes()), "subscriptionGroups")
+		gauge(descMetaPending, float64(b.tables.Topics.Pending()), "topics")
+		gauge(descMetaPending, float64(b.tables.Groups.Pending()), "subscriptionGroups")
 	}
 	if b.clients != nil {
 		cons, prods := b.clients.counts()

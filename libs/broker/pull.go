@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/rmqha/rmqha/libs/broker/clients"
+	"github.com/rmqha/rmqha/libs/broker/meta"
 	"github.com/rmqha/rmqha/libs/broker/route"
 	"github.com/rmqha/rmqha/libs/commitlog"
 	"github.com/rmqha/rmqha/libs/remoting"
@@ -103,9 +104,9 @@ func (b *Broker) handlePull(w remoting.ResponseWriter, req *remoting.Command) {
 		b.pullError(w, req, remoting.SystemBusy, "broker is shutting down")
 		return
 	}
-	g, _, err := b.tables.Groups.FindOrCreate(pr.group)
-	if err != nil && g.GroupName == "" {
-		b.pullError(w, req, remoting.SubscriptionGroupNotExist, "subscription group ["+pr.group+"] does not exist")
+	g, err := b.ensureGroup(w.Conn(), nil, pr.group, meta.Batch)
+	if err != nil {
+		b.pullError(w, req, remoting.SubscriptionGroupNotExist, "subscription group ["+pr.group+"] does not exist, "+err.Error())
 		return
 	}
 	if !g.ConsumeEnable {

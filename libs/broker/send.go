@@ -213,18 +213,28 @@ func (b *Broker) resolveTopic(w remoting.ResponseWriter, req *remoting.Command, 
 	}
 	tc, ok := b.tables.Topics.Get(h.topic)
 	if ok {
+		// A topic a heartbeat created may still wait for its batch: the message about to be
+		// acknowledged must not name a topic topics.json lacks.
+		if err := b.tables.Topics.WaitDurable(h.topic); err != nil {
+			b.log.WithError(err).WithField("topic", h.topic).Warn("topic not persisted; retried with the next write")
+		}
 		return tc, true
 	}
 	var created bool
 	var err error
 	if strings.HasPrefix(h.topic, meta.RetryGroupTopicPrefix) {
 		group := strings.TrimPrefix(h.topic, meta.RetryGroupTopicPrefix)
-		g, _, gerr := b.tables.Groups.FindOrCreate(group)
+		g, gerr := b.ensureGroup(w.Conn(), nil, group, meta.Batch)
 		if gerr != nil {
-			b.reply(w, req, remoting.SubscriptionGroupNotExist, "subscription group "+group+" does not exist")
+			b.reply(w, req, remoting.SubscriptionGroupNotExist, "subscription group not exist, "+group+": "+gerr.Error())
 			return route.TopicConfig{}, false
 		}
-		tc, created, err = b.tables.Topics.CreateRetryTopic(group, max(g.RetryQueueNums, 1))
+		if created, err = b.ensureRetryTopic(w.Conn(), nil, group, max(g.RetryQueueNums, 1), meta.Wait); err == nil {
+			var found bool
+			if tc, found = b.tables.Topics.Get(h.topic); !found {
+				err = fmt.Errorf("%w: %s", meta.ErrTopicNotExist, h.topic)
+			}
+		}
 	} else {
 		def := h.defaultTopic
 		if def == "" {

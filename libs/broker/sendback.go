@@ -26,18 +26,20 @@ func (b *Broker) handleSendBack(w remoting.ResponseWriter, req *remoting.Command
 		return
 	}
 	delayLevel, _ := req.ExtInt32("delayLevel")
-	g, _, gerr := b.tables.Groups.FindOrCreate(group)
-	if gerr != nil && g.GroupName == "" {
-		b.reply(w, req, remoting.SubscriptionGroupNotExist, "subscription group not exist, "+group)
+	g, gerr := b.ensureGroup(w.Conn(), nil, group, meta.Batch)
+	if gerr != nil {
+		b.reply(w, req, remoting.SubscriptionGroupNotExist, "subscription group not exist, "+group+": "+gerr.Error())
 		return
 	}
-	retry, created, err := b.tables.Topics.CreateRetryTopic(group, max(g.RetryQueueNums, 1))
-	if err != nil && !created && retry.TopicName == "" {
-		b.reply(w, req, remoting.SystemError, "creating retry topic: "+err.Error())
+	// The copy stored below names the retry topic: it is in topics.json before the answer.
+	if _, err := b.ensureRetryTopic(w.Conn(), nil, group, max(g.RetryQueueNums, 1), meta.Wait); err != nil {
+		b.reply(w, req, remoting.SystemError, "topic["+meta.RetryTopic(group)+"] not exist: "+err.Error())
 		return
 	}
-	if created {
-		b.triggerRegister()
+	retry, ok := b.tables.Topics.Get(meta.RetryTopic(group))
+	if !ok {
+		b.reply(w, req, remoting.SystemError, "topic["+meta.RetryTopic(group)+"] not exist")
+		return
 	}
 	raw, err := b.store.ReadRecord(off)
 	if err != nil {
