@@ -2,6 +2,8 @@ package broker
 
 import (
 	"encoding/json"
+	"fmt"
+	"math"
 	"strconv"
 
 	"github.com/rmqha/rmqha/libs/broker/meta"
@@ -27,9 +29,9 @@ func (b *Broker) handleUpdateAndCreateTopic(w remoting.ResponseWriter, req *remo
 		if req.Ext(key) == "" {
 			return true
 		}
-		v, err := req.ExtInt32(key)
-		if err != nil || v < 0 {
-			b.reply(w, req, remoting.SystemError, "invalid ext "+key)
+		v, err := req.ExtInt32In(key, 0, math.MaxInt32)
+		if err != nil {
+			b.reply(w, req, remoting.SystemError, err.Error())
 			return false
 		}
 		*dst = v
@@ -95,6 +97,20 @@ func (b *Broker) handleUpdateAndCreateGroup(w remoting.ResponseWriter, req *remo
 	if err := meta.ValidateTopicName(gc.GroupName); err != nil {
 		b.reply(w, req, remoting.SystemError, "group "+strconv.Quote(gc.GroupName)+" is not allowed: "+err.Error())
 		return
+	}
+	// Counts and broker ids are never negative (the JSON decoder already refused values
+	// beyond the fields' 32/64 bits).
+	for _, f := range []struct {
+		name string
+		v    int64
+	}{
+		{"retryQueueNums", int64(gc.RetryQueueNums)}, {"retryMaxTimes", int64(gc.RetryMaxTimes)},
+		{"brokerId", gc.BrokerID}, {"whichBrokerWhenConsumeSlowly", gc.WhichBrokerWhenConsumeSlowly},
+	} {
+		if f.v < 0 {
+			b.reply(w, req, remoting.SystemError, fmt.Sprintf("subscription group %s: %s=%d is negative", gc.GroupName, f.name, f.v))
+			return
+		}
 	}
 	if _, err := b.tables.Groups.Put(gc); err != nil {
 		b.reply(w, req, remoting.SystemError, "group updated in memory but not persisted: "+err.Error())

@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"math"
 	"math/rand/v2"
 	"net/netip"
 	"strconv"
@@ -78,17 +79,20 @@ func decodeSendHeader(req *remoting.Command) (sendHeader, error) {
 	}
 	var h sendHeader
 	var err error
-	num := func(key string, required bool) int64 {
+	// Every numeric field is parsed with its width in Java's SendMessageRequestHeader and
+	// checked against the values it can mean; the first bad one refuses the request
+	// (SYSTEM_ERROR, as RocketMQ answers a header it cannot decode).
+	num := func(key string, required bool, bits int, lo, hi int64) int64 {
 		s, ok := ext[key]
-		if !ok || s == "" {
+		if !ok || strings.TrimSpace(s) == "" {
 			if required && err == nil {
 				err = fmt.Errorf("%w: ext %s missing", ErrBadRequest, key)
 			}
 			return 0
 		}
-		v, perr := strconv.ParseInt(strings.TrimSpace(s), 10, 64)
+		v, perr := remoting.ParseExtInt(key, s, bits, lo, hi)
 		if perr != nil && err == nil {
-			err = fmt.Errorf("%w: ext %s=%q is not a number", ErrBadRequest, key, s)
+			err = fmt.Errorf("%w: %w", ErrBadRequest, perr)
 		}
 		return v
 	}
@@ -98,15 +102,16 @@ func decodeSendHeader(req *remoting.Command) (sendHeader, error) {
 		return h, fmt.Errorf("%w: ext topic missing", ErrBadRequest)
 	}
 	h.defaultTopic = ext["defaultTopic"]
-	h.defaultQueueNums = int32(num("defaultTopicQueueNums", false))
-	h.queueID = int32(num("queueId", true))
-	h.sysFlag = int32(num("sysFlag", false))
-	h.bornTimestamp = num("bornTimestamp", false)
-	h.flag = int32(num("flag", false))
+	h.defaultQueueNums = int32(num("defaultTopicQueueNums", false, 32, math.MinInt32, math.MaxInt32))
+	// Negative: any writable queue (RocketMQ's rule); beyond the topic's queues: refused later.
+	h.queueID = int32(num("queueId", true, 32, math.MinInt32, math.MaxInt32))
+	h.sysFlag = int32(num("sysFlag", false, 32, 0, math.MaxInt32))
+	h.bornTimestamp = num("bornTimestamp", false, 64, math.MinInt64, math.MaxInt64)
+	h.flag = int32(num("flag", false, 32, math.MinInt32, math.MaxInt32))
 	h.properties = ext["properties"]
-	h.reconsumeTimes = int32(num("reconsumeTimes", false))
-	if _, ok := ext["maxReconsumeTimes"]; ok {
-		h.maxReconsumeTimes = int32(num("maxReconsumeTimes", false))
+	h.reconsumeTimes = int32(num("reconsumeTimes", false, 32, 0, math.MaxInt32))
+	if strings.TrimSpace(ext["maxReconsumeTimes"]) != "" {
+		h.maxReconsumeTimes = int32(num("maxReconsumeTimes", false, 32, 0, math.MaxInt32))
 		h.hasMaxReconsume = true
 	}
 	h.batch = strings.EqualFold(ext["batch"], "true")

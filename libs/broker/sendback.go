@@ -1,6 +1,7 @@
 package broker
 
 import (
+	"math"
 	"math/rand/v2"
 	"strconv"
 
@@ -20,12 +21,31 @@ func (b *Broker) handleSendBack(w remoting.ResponseWriter, req *remoting.Command
 		return
 	}
 	group := req.Ext("group")
-	off, err := req.ExtInt64("offset")
-	if group == "" || err != nil {
-		b.reply(w, req, remoting.SystemError, "missing or invalid ext group/offset")
+	if group == "" {
+		b.reply(w, req, remoting.SystemError, "missing ext group")
 		return
 	}
-	delayLevel, _ := req.ExtInt32("delayLevel")
+	// ConsumerSendMsgBackRequestHeader: offset Long, delayLevel Integer (negative: straight
+	// to the dead-letter topic), maxReconsumeTimes Integer (optional).
+	off, err := req.ExtInt64In("offset", 0, math.MaxInt64)
+	if err != nil {
+		b.reply(w, req, remoting.SystemError, err.Error())
+		return
+	}
+	var delayLevel int32
+	if req.HasExt("delayLevel") {
+		if delayLevel, err = req.ExtInt32("delayLevel"); err != nil {
+			b.reply(w, req, remoting.SystemError, err.Error())
+			return
+		}
+	}
+	maxRe := int32(-1)
+	if req.HasExt("maxReconsumeTimes") {
+		if maxRe, err = req.ExtInt32In("maxReconsumeTimes", 0, math.MaxInt32); err != nil {
+			b.reply(w, req, remoting.SystemError, err.Error())
+			return
+		}
+	}
 	g, gerr := b.ensureGroup(w.Conn(), nil, group, meta.Batch)
 	if gerr != nil {
 		b.reply(w, req, remoting.SubscriptionGroupNotExist, "subscription group not exist, "+group+": "+gerr.Error())
@@ -71,9 +91,8 @@ func (b *Broker) handleSendBack(w remoting.ResponseWriter, req *remoting.Command
 	delete(props, propWait)
 	props[propCluster] = b.cfg.BrokerClusterName
 
-	maxRe := g.RetryMaxTimes
-	if v, err := req.ExtInt32("maxReconsumeTimes"); err == nil {
-		maxRe = v
+	if maxRe < 0 {
+		maxRe = g.RetryMaxTimes
 	}
 	topic := retry.TopicName
 	qid := rand.Int32N(max(retry.WriteQueueNums, 1))

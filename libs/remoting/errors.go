@@ -23,8 +23,12 @@ var (
 	ErrAlreadyWritten = errors.New("remoting: response already written")
 	// ErrExtMissing is returned by the Command.ExtX accessors when the key is absent.
 	ErrExtMissing = errors.New("remoting: ext field missing")
-	// ErrExtInvalid is returned by the Command.ExtX accessors when the value does not parse.
+	// ErrExtInvalid is returned by the Command.ExtX accessors when the value does not parse
+	// (for integers: not a decimal number of the field's width).
 	ErrExtInvalid = errors.New("remoting: ext field invalid")
+	// ErrExtRange is returned by the ranged Command.ExtX accessors and ParseExtInt when the
+	// value parses but lies outside the range the field allows.
+	ErrExtRange = errors.New("remoting: ext field out of range")
 	// ErrInvalidConfig is returned by Validate (wrapped with the offending field's name).
 	ErrInvalidConfig = errors.New("remoting: invalid config")
 )

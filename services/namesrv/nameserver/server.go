@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math"
 	"net"
 	"net/http"
 	"strconv"
@@ -135,7 +136,7 @@ func reply(w remoting.ResponseWriter, req *remoting.Command, code int32, remark 
 }
 
 func (s *Server) registerBroker(w remoting.ResponseWriter, req *remoting.Command) {
-	id, err := req.ExtInt64("brokerId")
+	id, err := req.ExtInt64In("brokerId", 0, math.MaxInt64)
 	if err != nil {
 		reply(w, req, remoting.SystemError, "brokerId: "+err.Error(), nil)
 		return
@@ -145,12 +146,13 @@ func (s *Server) registerBroker(w remoting.ResponseWriter, req *remoting.Command
 		return
 	}
 	if crc := req.Ext("bodyCrc32"); crc != "" && crc != "0" {
-		n, err := strconv.ParseInt(crc, 10, 64)
+		// An Integer in Java's header: a value beyond 32 bits is refused, never wrapped.
+		n, err := req.ExtInt32("bodyCrc32")
 		if err != nil {
 			reply(w, req, remoting.SystemError, "bodyCrc32: "+err.Error(), nil)
 			return
 		}
-		if err := route.CheckBodyCRC32(req.Body, int32(n)); err != nil {
+		if err := route.CheckBodyCRC32(req.Body, n); err != nil {
 			reply(w, req, remoting.SystemError, "crc32 not match", nil)
 			return
 		}
@@ -163,8 +165,8 @@ func (s *Server) registerBroker(w remoting.ResponseWriter, req *remoting.Command
 		}
 	}
 	var epoch int64
-	if e := req.Ext("epoch"); e != "" {
-		if epoch, err = strconv.ParseInt(e, 10, 64); err != nil {
+	if req.Ext("epoch") != "" {
+		if epoch, err = req.ExtInt64In("epoch", 0, math.MaxInt64); err != nil {
 			reply(w, req, remoting.SystemError, "epoch: "+err.Error(), nil)
 			return
 		}
@@ -191,7 +193,7 @@ func (s *Server) registerBroker(w remoting.ResponseWriter, req *remoting.Command
 }
 
 func (s *Server) unregisterBroker(w remoting.ResponseWriter, req *remoting.Command) {
-	id, err := req.ExtInt64("brokerId")
+	id, err := req.ExtInt64In("brokerId", 0, math.MaxInt64)
 	if err != nil {
 		reply(w, req, remoting.SystemError, "brokerId: "+err.Error(), nil)
 		return
