@@ -17,8 +17,8 @@ func (b *Broker) handleUpdateAndCreateTopic(w remoting.ResponseWriter, req *remo
 		b.reply(w, req, remoting.SystemError, "topic "+strconv.Quote(topic)+" is not allowed: "+err.Error())
 		return
 	}
-	if topic == b.cfg.BrokerClusterName {
-		b.reply(w, req, remoting.SystemError, "the topic["+topic+"] is conflict with system reserved words")
+	if meta.IsSystemTopic(topic, b.cfg.BrokerClusterName, b.cfg.BrokerName) {
+		b.reply(w, req, remoting.SystemError, "The topic["+topic+"] is conflict with system topic.")
 		return
 	}
 	tc := route.NewTopicConfig(topic)
@@ -63,6 +63,10 @@ func (b *Broker) handleDeleteTopic(w remoting.ResponseWriter, req *remoting.Comm
 	topic := req.Ext("topic")
 	if topic == "" {
 		b.reply(w, req, remoting.SystemError, "missing ext topic")
+		return
+	}
+	if meta.IsSystemTopic(topic, b.cfg.BrokerClusterName, b.cfg.BrokerName) {
+		b.reply(w, req, remoting.SystemError, "The topic["+topic+"] is conflict with system topic.")
 		return
 	}
 	existed, err := b.tables.Topics.Delete(topic)

@@ -69,6 +69,9 @@ type Broker struct {
 	sendRejects atomic.Uint64
 	sends       atomic.Uint64
 	pulls       atomic.Uint64
+
+	// systemTopicSends counts client sends refused for naming a system topic.
+	systemTopicSends atomic.Uint64
 }
 
 // shutdownFlushGrace is how long Shutdown lets connection writers flush answers produced

@@ -395,6 +395,7 @@ var (
 	descMetaPending  = desc("metadata_pending_changes", "Changes of a metadata table not yet in its file (written with the next batch).", "table")
 	descCQRepairs    = desc("store_cq_repaired_queues", "Consume queues found incomplete at the last start and rebuilt from the CommitLog.")
 	descCQRestored   = desc("store_cq_restored_units", "Consume-queue entries the start-up check rebuilt from the CommitLog.")
+	descSysTopicSend = desc("system_topic_send_refused_total", "Client sends to a topic only the broker may store into (SCHEDULE_TOPIC_XXXX, RMQ_SYS_TRANS_HALF_TOPIC, ...), answered NO_PERMISSION.")
 	descDelayRefused = desc("delay_refused_total", "Scheduled records delivered nowhere: REAL_TOPIC missing or the schedule topic itself.")
 
 	descEpoch        = desc("ha_epoch", "Master: current epoch; slave: last epoch of its log.")
@@ -423,7 +424,7 @@ var allDescs = []*prometheus.Desc{
 	descInfo, descRunning, descFenced, descSwitches, descMinOffset, descMaxOffset, descFlushed, descDispatched, descReadOnly,
 	descSegments, descAppended, descAppends, descFsyncs, descFlushTO, descSendReq, descRefused,
 	descPullReq, descHeld, descMetaVer, descMetaLen, descClients, descEpoch, descConfirmed,
-	descAutoCreated, descAutoRefused, descHBRefused, descMetaWrites, descMetaPending, descCQRepairs, descCQRestored, descDelayRefused,
+	descAutoCreated, descAutoRefused, descHBRefused, descMetaWrites, descMetaPending, descCQRepairs, descCQRestored, descDelayRefused, descSysTopicSend,
 	descInSync, descInSyncSlaves, descNeeded, descSlavesConn, descWaiters, descSlaveLag,
 	descSlaveLagSec, descSlaveInSync, descSlaveAck, descSlaveAckAge, descHACounter,
 	descReplConnected, descReplFailed, descReplLag, descReplLagSec, descMasterMax, descReconnects,
@@ -459,6 +460,7 @@ func (c *stateCollector) Collect(ch chan<- prometheus.Metric) {
 	counter(descSendReq, float64(b.sends.Load()))
 	counter(descRefused, float64(b.sendRejects.Load()))
 	counter(descPullReq, float64(b.pulls.Load()))
+	counter(descSysTopicSend, float64(b.systemTopicSends.Load()))
 	if !b.running() {
 		// The store, tables and replication may be closing; report only what is safe.
 		return

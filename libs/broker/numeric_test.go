@@ -3,6 +3,7 @@ package broker
 import (
 	"strconv"
 	"testing"
+	"time"
 
 	"github.com/rmqha/rmqha/libs/remoting"
 	"github.com/stretchr/testify/require"
@@ -30,6 +31,7 @@ func TestNumericHeaderFieldsRangeChecked(t *testing.T) {
 	require.Equal(t, remoting.Success, resp.Code, resp.Remark)
 	_, phys := mustParseMsgID(t, resp.ExtFields["msgId"])
 	offset := strconv.FormatInt(phys, 10)
+	require.NoError(t, b.store.WaitDispatched(b.store.MaxOffset(), time.Now().Add(10*time.Second)))
 
 	v2 := func() map[string]string {
 		long := sendExt(topic, 1, props("UNIQ_KEY", "v2"))

@@ -17,6 +17,7 @@ import (
 	"github.com/rmqha/rmqha/libs/commitlog"
 	"github.com/rmqha/rmqha/libs/hawire"
 	"github.com/rmqha/rmqha/libs/remoting"
+	"github.com/sirupsen/logrus"
 )
 
 // Property keys the broker reads or writes.
@@ -210,6 +211,13 @@ func (b *Broker) refuseWrite(v *roleView, w remoting.ResponseWriter, req *remoti
 func (b *Broker) resolveTopic(w remoting.ResponseWriter, req *remoting.Command, h *sendHeader) (route.TopicConfig, bool) {
 	if err := meta.ValidateTopicName(h.topic); err != nil {
 		b.reply(w, req, remoting.MessageIllegal, fmt.Sprintf("topic %q is not allowed: %v", h.topic, err))
+		return route.TopicConfig{}, false
+	}
+	if meta.IsNotAllowedSendTopic(h.topic) {
+		// Only the broker stores into these (RocketMQ's TopicValidator.isNotAllowedSendTopic).
+		b.systemTopicSends.Add(1)
+		b.autoc.logRefusal(b.log, b.now(), logrus.Fields{"topic": h.topic, "peer": bornHostOfString(w)}, "client send to a system topic refused")
+		b.reply(w, req, remoting.NoPermission, "Sending message to topic["+h.topic+"] is forbidden.")
 		return route.TopicConfig{}, false
 	}
 	if h.topic == meta.AutoCreateTopicKey {
