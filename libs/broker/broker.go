@@ -246,6 +246,10 @@ func (b *Broker) start() error {
 	if err != nil {
 		return fmt.Errorf("broker: open store in %s: %w", cfg.StorePathRootDir, err)
 	}
+	if rep := b.store.Recovery(); len(rep.CQRepairs) > 0 {
+		b.log.WithFields(logrus.Fields{"queues": len(rep.CQRepairs), "restored": rep.CQRestored, "check": rep.CQCheck}).
+			Warn("consume queues were incomplete at start and were rebuilt from the CommitLog (see the store's lines above and /status storeCheck)")
+	}
 
 	// Metadata tables.
 	mcfg := meta.DefaultConfig()

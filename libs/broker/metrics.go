@@ -477,6 +477,9 @@ func (c *stateCollector) Collect(ch chan<- prometheus.Metric) {
 		counter(descAppends, float64(s.Appends))
 		counter(descFsyncs, float64(s.Fsyncs))
 		counter(descFlushTO, float64(s.FlushTimeouts))
+		rep := b.store.Recovery()
+		gauge(descCQRepairs, float64(len(rep.CQRepairs)))
+		gauge(descCQRestored, float64(rep.CQRestored))
 	}
 	if b.holds != nil {
 		gauge(descHeld, float64(b.holds.heldCount()))
@@ -517,6 +520,13 @@ func (c *stateCollector) Collect(ch chan<- prometheus.Metric) {
 		cons, prods := b.clients.counts()
 		gauge(descClients, float64(cons), "consumer")
 		gauge(descClients, float64(prods), "producer")
+	}
+	if v.delay != nil {
+		var refused int64
+		for _, ls := range v.delay.Stats() {
+			refused += ls.Refused
+		}
+		counter(descDelayRefused, float64(refused))
 	}
 	if v.master != nil {
 		ms := v.master.Status()
