@@ -2,6 +2,8 @@ package broker
 
 import (
 	"encoding/json"
+	"fmt"
+	"math"
 	"strconv"
 
 	"github.com/rmqha/rmqha/libs/broker/meta"
@@ -15,8 +17,8 @@ func (b *Broker) handleUpdateAndCreateTopic(w remoting.ResponseWriter, req *remo
 		b.reply(w, req, remoting.SystemError, "topic "+strconv.Quote(topic)+" is not allowed: "+err.Error())
 		return
 	}
-	if topic == b.cfg.BrokerClusterName {
-		b.reply(w, req, remoting.SystemError, "the topic["+topic+"] is conflict with system reserved words")
+	if meta.IsSystemTopic(topic, b.cfg.BrokerClusterName, b.cfg.BrokerName) {
+		b.reply(w, req, remoting.SystemError, "The topic["+topic+"] is conflict with system topic.")
 		return
 	}
 	tc := route.NewTopicConfig(topic)
@@ -27,9 +29,9 @@ func (b *Broker) handleUpdateAndCreateTopic(w remoting.ResponseWriter, req *remo
 		if req.Ext(key) == "" {
 			return true
 		}
-		v, err := req.ExtInt32(key)
-		if err != nil || v < 0 {
-			b.reply(w, req, remoting.SystemError, "invalid ext "+key)
+		v, err := req.ExtInt32In(key, 0, math.MaxInt32)
+		if err != nil {
+			b.reply(w, req, remoting.SystemError, err.Error())
 			return false
 		}
 		*dst = v
@@ -61,6 +63,10 @@ func (b *Broker) handleDeleteTopic(w remoting.ResponseWriter, req *remoting.Comm
 	topic := req.Ext("topic")
 	if topic == "" {
 		b.reply(w, req, remoting.SystemError, "missing ext topic")
+		return
+	}
+	if meta.IsSystemTopic(topic, b.cfg.BrokerClusterName, b.cfg.BrokerName) {
+		b.reply(w, req, remoting.SystemError, "The topic["+topic+"] is conflict with system topic.")
 		return
 	}
 	existed, err := b.tables.Topics.Delete(topic)
@@ -95,6 +101,20 @@ func (b *Broker) handleUpdateAndCreateGroup(w remoting.ResponseWriter, req *remo
 	if err := meta.ValidateTopicName(gc.GroupName); err != nil {
 		b.reply(w, req, remoting.SystemError, "group "+strconv.Quote(gc.GroupName)+" is not allowed: "+err.Error())
 		return
+	}
+	// Counts and broker ids are never negative (the JSON decoder already refused values
+	// beyond the fields' 32/64 bits).
+	for _, f := range []struct {
+		name string
+		v    int64
+	}{
+		{"retryQueueNums", int64(gc.RetryQueueNums)}, {"retryMaxTimes", int64(gc.RetryMaxTimes)},
+		{"brokerId", gc.BrokerID}, {"whichBrokerWhenConsumeSlowly", gc.WhichBrokerWhenConsumeSlowly},
+	} {
+		if f.v < 0 {
+			b.reply(w, req, remoting.SystemError, fmt.Sprintf("subscription group %s: %s=%d is negative", gc.GroupName, f.name, f.v))
+			return
+		}
 	}
 	if _, err := b.tables.Groups.Put(gc); err != nil {
 		b.reply(w, req, remoting.SystemError, "group updated in memory but not persisted: "+err.Error())

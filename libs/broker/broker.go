@@ -45,6 +45,8 @@ type Broker struct {
 	httpSrv   *httpServer
 	metrics   *brokerMetrics
 	role      roleState // in-process role switching (role.go)
+	// autoc bounds the groups and retry topics client requests create (autocreate.go).
+	autoc *autoCreator
 	// rv is the role-dependent state (role, brokerId, HA master or slave, delay delivery),
 	// replaced whole by a role switch and read without locks by request handlers (role.go).
 	rv atomic.Pointer[roleView]
@@ -83,6 +85,9 @@ type Broker struct {
 	sendRejects atomic.Uint64
 	sends       atomic.Uint64
 	pulls       atomic.Uint64
+
+	// systemTopicSends counts client sends refused for naming a system topic.
+	systemTopicSends atomic.Uint64
 }
 
 // shutdownFlushGrace is how long Shutdown lets connection writers flush answers produced
@@ -147,6 +152,7 @@ func New(cfg Config, logger logrus.FieldLogger) (*Broker, error) {
 		return nil, err
 	}
 	b.rv.Store(&roleView{role: cfg.BrokerRole, id: cfg.BrokerID})
+	b.autoc = newAutoCreator()
 	b.metrics = newBrokerMetrics(b, cfg.MetricsEnable)
 	b.masterAddr.Store("")
 	b.ctx, b.cancel = context.WithCancel(context.Background())
@@ -268,6 +274,10 @@ func (b *Broker) start() error {
 	if err != nil {
 		return fmt.Errorf("broker: open store in %s: %w", cfg.StorePathRootDir, err)
 	}
+	if rep := b.store.Recovery(); len(rep.CQRepairs) > 0 {
+		b.log.WithFields(logrus.Fields{"queues": len(rep.CQRepairs), "restored": rep.CQRestored, "check": rep.CQCheck}).
+			Warn("consume queues were incomplete at start and were rebuilt from the CommitLog (see the store's lines above and /status storeCheck)")
+	}
 
 	// Metadata tables.
 	mcfg := meta.DefaultConfig()
@@ -277,6 +287,9 @@ func (b *Broker) start() error {
 	mcfg.AutoCreateTopicEnable = cfg.AutoCreateTopicEnable
 	mcfg.DefaultTopicQueueNums = int32(cfg.DefaultTopicQueueNums)
 	mcfg.AutoCreateSubscriptionGroup = cfg.AutoCreateSubscriptionGroup
+	mcfg.AutoCreateSubscriptionGroupLimit = cfg.AutoCreateSubscriptionGroupLimit
+	mcfg.PersistBatchInterval = cfg.MetadataFlushInterval
+	mcfg.PersistBatchSize = cfg.MetadataFlushBatch
 	mcfg.Now = b.now
 	mcfg.Logger = b.log.WithField("component", "meta")
 	b.tables, err = meta.Open(mcfg)
@@ -502,7 +515,8 @@ func (b *Broker) teardown(ctx context.Context) error {
 		b.acl.Close()
 	}
 	if b.tables != nil {
-		errs = append(errs, b.tables.PersistOffsets())
+		// Pending metadata batches, then the offsets.
+		errs = append(errs, b.tables.Close())
 	}
 	if b.store != nil {
 		errs = append(errs, b.store.Close())

@@ -1,6 +1,7 @@
 package broker
 
 import (
+	"fmt"
 	"sync"
 	"time"
 
@@ -61,6 +62,7 @@ func (r *clientRegistry) stop() {
 
 // connClosed unregisters the clients of a closed connection.
 func (r *clientRegistry) connClosed(conn *remoting.ServerConn) {
+	r.b.autoc.connClosed(conn)
 	for _, g := range r.reg.UnregisterConn(conn) {
 		r.log.WithFields(logrus.Fields{"group": g, "peer": conn.RemoteAddr()}).Info("consumer left (connection closed)")
 		r.notify(g)
@@ -124,36 +126,54 @@ func (r *clientRegistry) counts() (consumers, producers int) {
 
 // handleHeartbeat registers the client's producer and consumer groups. For every consumer
 // group it finds or creates the subscription group and the retry topic %RETRY%group (and
-// registers a new one with the name servers), as RocketMQ does. The response carries the
-// broker's version, which the Go client requires for TAG subscriptions.
+// registers a new one with the name servers), as RocketMQ does, within the bounds of
+// autocreate.go; what it creates is written with the next metadata batch. Groups refused
+// by a bound are not registered, the others are, and the answer is then
+// SUBSCRIPTION_GROUP_NOT_EXIST naming the first refused group and the bound. The response
+// carries the broker's version, which the Go client requires for TAG subscriptions.
 func (b *Broker) handleHeartbeat(w remoting.ResponseWriter, req *remoting.Command) {
 	hb, err := clients.DecodeHeartbeat(req.Body)
 	if err != nil {
-		b.reply(w, req, remoting.SystemError, err.Error())
+		b.refuseHeartbeat(w, req, refusedInvalid, err)
 		return
 	}
+	if err := hb.CheckLimits(clients.Limits{MaxGroups: b.cfg.HeartbeatMaxGroups, MaxSubscriptions: b.cfg.HeartbeatMaxSubscriptions}); err != nil {
+		b.refuseHeartbeat(w, req, refusedTooLarge, err)
+		return
+	}
+	conn := w.Conn()
+	bud := b.heartbeatBudget()
+	var refused []string
+	var firstErr error
+	kept := make([]clients.ConsumerData, 0, len(hb.ConsumerDataSet))
 	for _, cd := range hb.ConsumerDataSet {
-		gc, _, err := b.tables.Groups.FindOrCreate(cd.GroupName)
-		if err != nil && gc.GroupName == "" {
-			b.reply(w, req, remoting.SubscriptionGroupNotExist, "subscription group "+cd.GroupName+" does not exist: "+err.Error())
-			return
+		gc, err := b.ensureGroup(conn, bud, cd.GroupName, meta.Batch)
+		if err != nil {
+			refused = append(refused, cd.GroupName)
+			if firstErr == nil {
+				firstErr = err
+			}
+			continue
 		}
+		kept = append(kept, cd)
 		if cd.UnitMode {
 			continue
 		}
-		_, created, err := b.tables.Topics.CreateRetryTopic(cd.GroupName, max(gc.RetryQueueNums, 1))
-		if err != nil && !created {
-			b.log.WithError(err).WithField("group", cd.GroupName).Warn("creating retry topic failed")
-		}
-		if created {
-			b.triggerRegister()
+		if _, err := b.ensureRetryTopic(conn, bud, cd.GroupName, max(gc.RetryQueueNums, 1), meta.Batch); err != nil {
+			// The group is usable; a later heartbeat or a send-back creates the retry topic.
+			b.log.WithError(err).WithField("group", cd.GroupName).Debug("retry topic not created")
 		}
 	}
-	var conn any
-	if c := w.Conn(); c != nil {
-		conn = c
+	hb.ConsumerDataSet = kept
+	if err := b.admitRegistrations(conn, hb); err != nil {
+		b.refuseHeartbeat(w, req, refusedRegistrations, err)
+		return
 	}
-	res, err := b.clients.reg.Register(hb, conn, b.now())
+	var handle any
+	if conn != nil {
+		handle = conn
+	}
+	res, err := b.clients.reg.Register(hb, handle, b.now())
 	if err != nil {
 		b.reply(w, req, remoting.SubscriptionParseFailed, err.Error())
 		return
@@ -162,7 +182,31 @@ func (b *Broker) handleHeartbeat(w remoting.ResponseWriter, req *remoting.Comman
 		b.log.WithFields(logrus.Fields{"group": g, "client": hb.ClientID}).Info("consumer joined")
 		b.clients.notify(g)
 	}
+	if len(refused) > 0 {
+		f := logrus.Fields{"client": hb.ClientID, "refused": len(refused), "first": refused[0], "reason": firstErr.Error()}
+		if conn != nil {
+			f["peer"] = conn.RemoteAddr()
+		}
+		b.autoc.logRefusal(b.log, b.now(), f, "heartbeat names subscription groups that do not exist and may not be created")
+		remark := fmt.Sprintf("subscription group [%s] does not exist: %v (%d of %d groups of this heartbeat refused)", refused[0], firstErr, len(refused), len(refused)+len(kept))
+		b.reply(w, req, remoting.SubscriptionGroupNotExist, remark)
+		return
+	}
 	b.replyOK(w, req, nil)
+}
+
+// refuseHeartbeat answers a heartbeat refused whole (SYSTEM_ERROR, as a header or body
+// RocketMQ cannot decode), counts and logs it.
+func (b *Broker) refuseHeartbeat(w remoting.ResponseWriter, req *remoting.Command, reason string, err error) {
+	if c := b.autoc.hbRefused[reason]; c != nil {
+		c.Add(1)
+	}
+	f := logrus.Fields{"reason": reason, "error": err.Error(), "bytes": len(req.Body)}
+	if c := w.Conn(); c != nil {
+		f["peer"] = c.RemoteAddr()
+	}
+	b.autoc.logRefusal(b.log, b.now(), f, "heartbeat refused")
+	b.reply(w, req, remoting.SystemError, err.Error())
 }
 
 // handleUnregisterClient removes the client's connection from the registry (Java clients send

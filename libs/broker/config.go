@@ -209,6 +209,33 @@ type Config struct {
 	AccessKey string `prop:"accessKey"`
 	SecretKey string `prop:"secretKey"`
 
+	// Bounds on what clients make the broker create and store (heartbeats, pulls, send-backs
+	// and sends to %RETRY% topics auto-create subscription groups and retry topics).
+	//
+	// AutoCreateSubscriptionGroupLimit: no group is auto-created once the subscription group
+	// table holds this many (admin updateSubGroup is not limited); 0 means no limit.
+	// Default 10000.
+	AutoCreateSubscriptionGroupLimit int `prop:"autoCreateSubscriptionGroupLimit"`
+	// AutoCreatePerHeartbeat is the most groups plus retry topics one heartbeat may create;
+	// the rest of its new groups are refused (SUBSCRIPTION_GROUP_NOT_EXIST) and created by a
+	// later heartbeat. 0 means no limit. Default 128 (64 groups with their retry topics).
+	AutoCreatePerHeartbeat int `prop:"autoCreatePerHeartbeat"`
+	// AutoCreatePerConnection is the most groups plus retry topics the requests of one
+	// connection may create over its life. 0 means no limit. Default 1000.
+	AutoCreatePerConnection int `prop:"autoCreatePerConnection"`
+	// HeartbeatMaxGroups is the most producer plus consumer entries one heartbeat may carry;
+	// a larger one is refused whole (SYSTEM_ERROR). Default 1024.
+	HeartbeatMaxGroups int `prop:"heartbeatMaxGroups"`
+	// HeartbeatMaxSubscriptions is the most subscriptions (all consumer entries together) one
+	// heartbeat may carry; a larger one is refused whole. Default 4096.
+	HeartbeatMaxSubscriptions int `prop:"heartbeatMaxSubscriptions"`
+	// MetadataFlushInterval is the longest a heartbeat- or pull-created group or retry topic
+	// waits before its table is rewritten (topics.json, subscriptionGroup.json). Default 500ms.
+	MetadataFlushInterval time.Duration `prop:"metadataFlushInterval,ms"`
+	// MetadataFlushBatch rewrites a table at once when this many of its changes are not yet
+	// written. Default 1000.
+	MetadataFlushBatch int `prop:"metadataFlushBatch"`
+
 	// ClientExpiry drops a client connection silent for this long. Default 120s. Not a property.
 	ClientExpiry time.Duration
 	// OffsetPersistInterval is how often consumer offsets are written. Default 5s. Not a property.
@@ -263,6 +290,15 @@ func DefaultConfig() Config {
 		OffsetPersistInterval:         5 * time.Second,
 		Config:                        tlsconf.DefaultConfig(),
 		ServerKeys:                    remoting.DefaultServerKeys(),
+
+		// Bounds on client-created metadata.
+		AutoCreateSubscriptionGroupLimit: 10000,
+		AutoCreatePerHeartbeat:           128,
+		AutoCreatePerConnection:          1000,
+		HeartbeatMaxGroups:               1024,
+		HeartbeatMaxSubscriptions:        4096,
+		MetadataFlushInterval:            500 * time.Millisecond,
+		MetadataFlushBatch:               1000,
 	}
 }
 
@@ -418,6 +454,9 @@ func (c Config) Validate() error {
 	if (c.AccessKey == "") != (c.SecretKey == "") {
 		return bad("secretKey", "accessKey and secretKey are set together (accessKey %q)", c.AccessKey)
 	}
+	if err := c.validateBounds(bad); err != nil {
+		return err
+	}
 	return c.validateHASecret(bad)
 }
 
@@ -434,6 +473,32 @@ func (c Config) validateHASecret(bad func(key, format string, a ...any) error) e
 		return bad("haSecret", "%d bytes, at least %d are needed so that it cannot be guessed (for example the output of: openssl rand -hex 32)", len(c.HASecret), MinHASecretLen)
 	case c.HASecret == "" && c.HASecretFile == "" && !c.HAAllowUnauthenticated:
 		return bad("haSecret", "brokerRole=%s needs the broker group's shared HA secret: set haSecretFile (a file holding it) or haSecret (at least %d bytes), the same on every broker of the group, or haAllowUnauthenticated=true to run the HA link without authentication", c.BrokerRole, MinHASecretLen)
+	}
+	return nil
+}
+
+// validateBounds checks the keys bounding client-created metadata.
+func (c Config) validateBounds(bad func(key, format string, a ...any) error) error {
+	for key, v := range map[string]int{
+		"autoCreateSubscriptionGroupLimit": c.AutoCreateSubscriptionGroupLimit,
+		"autoCreatePerHeartbeat":           c.AutoCreatePerHeartbeat,
+		"autoCreatePerConnection":          c.AutoCreatePerConnection,
+	} {
+		if v < 0 {
+			return bad(key, "%d < 0 (0 means no limit)", v)
+		}
+	}
+	if c.HeartbeatMaxGroups < 1 {
+		return bad("heartbeatMaxGroups", "%d < 1", c.HeartbeatMaxGroups)
+	}
+	if c.HeartbeatMaxSubscriptions < 1 {
+		return bad("heartbeatMaxSubscriptions", "%d < 1", c.HeartbeatMaxSubscriptions)
+	}
+	if c.MetadataFlushInterval <= 0 {
+		return bad("metadataFlushInterval", "must be > 0")
+	}
+	if c.MetadataFlushBatch < 1 {
+		return bad("metadataFlushBatch", "%d < 1", c.MetadataFlushBatch)
 	}
 	return nil
 }

@@ -46,7 +46,10 @@
 // take their subscription from it). A closed connection unregisters its clients at once and
 // silent ones expire after 120 s; any change of a consumer group's members pushes
 // NOTIFY_CONSUMER_IDS_CHANGED to the group. Heartbeats create the group's subscription config
-// and its retry topic %RETRY%group.
+// and its retry topic %RETRY%group, within the bounds described in autocreate.go
+// (autoCreateSubscriptionGroupLimit, autoCreatePerHeartbeat, autoCreatePerConnection,
+// heartbeatMaxGroups, heartbeatMaxSubscriptions); what they create is written to the table
+// files in batches (metadataFlushInterval, metadataFlushBatch) and never expires.
 //
 // # Delays and retries
 //

@@ -2,6 +2,8 @@ package broker
 
 import (
 	"encoding/json"
+	"fmt"
+	"math"
 	"sync"
 	"time"
 
@@ -86,6 +88,13 @@ func decodeLockBody(w remoting.ResponseWriter, req *remoting.Command, b *Broker)
 		}
 		b.reply(w, req, remoting.SystemError, msg)
 		return body, false
+	}
+	for _, mq := range body.MQSet {
+		// MessageQueue.queueId is a Java int.
+		if mq.QueueID < 0 || mq.QueueID > math.MaxInt32 {
+			b.reply(w, req, remoting.SystemError, fmt.Sprintf("mqSet: queueId %d of topic %s outside [0, %d]", mq.QueueID, mq.Topic, math.MaxInt32))
+			return body, false
+		}
 	}
 	return body, true
 }

@@ -405,6 +405,16 @@ var (
 	descMetaLen    = desc("metadata_entries", "Entries of a metadata table.", "table")
 	descClients    = desc("client_channels", "Client connections known from heartbeats, by kind.", "kind")
 
+	descAutoCreated  = desc("autocreate_total", "Subscription groups and retry topics auto-created by client requests, by kind (group, retry_topic).", "kind")
+	descAutoRefused  = desc("autocreate_refused_total", "Auto-creations refused, by bound (table_limit, per_heartbeat, per_connection, disabled, invalid_name).", "reason")
+	descHBRefused    = desc("heartbeat_refused_total", "Heartbeats refused whole, by reason (invalid_name, too_large, connection_registrations).", "reason")
+	descMetaWrites   = desc("metadata_writes_total", "Rewrites of a metadata table file.", "table")
+	descMetaPending  = desc("metadata_pending_changes", "Changes of a metadata table not yet in its file (written with the next batch).", "table")
+	descCQRepairs    = desc("store_cq_repaired_queues", "Consume queues found incomplete at the last start and rebuilt from the CommitLog.")
+	descCQRestored   = desc("store_cq_restored_units", "Consume-queue entries the start-up check rebuilt from the CommitLog.")
+	descSysTopicSend = desc("system_topic_send_refused_total", "Client sends to a topic only the broker may store into (SCHEDULE_TOPIC_XXXX, RMQ_SYS_TRANS_HALF_TOPIC, ...), answered NO_PERMISSION.")
+	descDelayRefused = desc("delay_refused_total", "Scheduled records delivered nowhere: REAL_TOPIC missing or the schedule topic itself.")
+
 	descEpoch        = desc("ha_epoch", "Master: current epoch; slave: last epoch of its log.")
 	descConfirmed    = desc("ha_confirmed_offset", "Offset acknowledged by enough copies (master), or the master's confirmed offset as last told (slave).")
 	descInSync       = desc("ha_in_sync_replicas", "Master: copies in sync, the master included.")
@@ -432,6 +442,7 @@ var allDescs = []*prometheus.Desc{
 	descInfo, descRunning, descFenced, descSwitches, descMinOffset, descMaxOffset, descFlushed, descDispatched, descReadOnly,
 	descSegments, descAppended, descAppends, descFsyncs, descFlushTO, descSendReq, descRefused,
 	descPullReq, descHeld, descMetaVer, descMetaLen, descClients, descEpoch, descConfirmed,
+	descAutoCreated, descAutoRefused, descHBRefused, descMetaWrites, descMetaPending, descCQRepairs, descCQRestored, descDelayRefused, descSysTopicSend,
 	descInSync, descInSyncSlaves, descNeeded, descSlavesConn, descWaiters, descSlaveLag,
 	descSlaveLagSec, descSlaveInSync, descSlaveAck, descSlaveAckAge, descHACounter,
 	descReplConnected, descReplFailed, descReplLag, descReplLagSec, descMasterMax, descReconnects, descHARefused,
@@ -467,6 +478,7 @@ func (c *stateCollector) Collect(ch chan<- prometheus.Metric) {
 	counter(descSendReq, float64(b.sends.Load()))
 	counter(descRefused, float64(b.sendRejects.Load()))
 	counter(descPullReq, float64(b.pulls.Load()))
+	counter(descSysTopicSend, float64(b.systemTopicSends.Load()))
 	if !b.running() {
 		// The store, tables and replication may be closing; report only what is safe.
 		return
@@ -483,6 +495,9 @@ func (c *stateCollector) Collect(ch chan<- prometheus.Metric) {
 		counter(descAppends, float64(s.Appends))
 		counter(descFsyncs, float64(s.Fsyncs))
 		counter(descFlushTO, float64(s.FlushTimeouts))
+		rep := b.store.Recovery()
+		gauge(descCQRepairs, float64(len(rep.CQRepairs)))
+		gauge(descCQRestored, float64(rep.CQRestored))
 	}
 	if b.holds != nil {
 		gauge(descHeld, float64(b.holds.heldCount()))
@@ -503,10 +518,33 @@ func (c *stateCollector) Collect(ch chan<- prometheus.Metric) {
 			}
 		}
 	}
+	if b.autoc != nil {
+		counter(descAutoCreated, float64(b.autoc.createdGroups.Load()), "group")
+		counter(descAutoCreated, float64(b.autoc.createdRetry.Load()), "retry_topic")
+		for _, r := range refusedReasons {
+			counter(descAutoRefused, float64(b.autoc.refused[r].Load()), r)
+		}
+		for _, r := range heartbeatRefusedReasons {
+			counter(descHBRefused, float64(b.autoc.hbRefused[r].Load()), r)
+		}
+	}
+	if b.tables != nil {
+		counter(descMetaWrites, float64(b.tables.Topics.Writes()), "topics")
+		counter(descMetaWrites, float64(b.tables.Groups.Writes()), "subscriptionGroups")
+		gauge(descMetaPending, float64(b.tables.Topics.Pending()), "topics")
+		gauge(descMetaPending, float64(b.tables.Groups.Pending()), "subscriptionGroups")
+	}
 	if b.clients != nil {
 		cons, prods := b.clients.counts()
 		gauge(descClients, float64(cons), "consumer")
 		gauge(descClients, float64(prods), "producer")
+	}
+	if v.delay != nil {
+		var refused int64
+		for _, ls := range v.delay.Stats() {
+			refused += ls.Refused
+		}
+		counter(descDelayRefused, float64(refused))
 	}
 	if v.master != nil {
 		ms := v.master.Status()

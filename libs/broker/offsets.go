@@ -2,6 +2,7 @@ package broker
 
 import (
 	"errors"
+	"math"
 	"strconv"
 
 	"github.com/rmqha/rmqha/libs/commitlog"
@@ -11,9 +12,13 @@ import (
 // queueArgs reads ext topic and queueId; it answers the request itself when they are bad.
 func (b *Broker) queueArgs(w remoting.ResponseWriter, req *remoting.Command) (string, int32, bool) {
 	topic := req.Ext("topic")
-	qid, err := req.ExtInt32("queueId")
-	if topic == "" || err != nil || qid < 0 {
-		b.reply(w, req, remoting.SystemError, "missing or invalid ext topic/queueId")
+	if topic == "" {
+		b.reply(w, req, remoting.SystemError, "missing ext topic")
+		return "", 0, false
+	}
+	qid, err := req.ExtInt32In("queueId", 0, math.MaxInt32)
+	if err != nil {
+		b.reply(w, req, remoting.SystemError, err.Error())
 		return "", 0, false
 	}
 	return topic, qid, true
@@ -49,9 +54,13 @@ func (b *Broker) handleUpdateConsumerOffset(w remoting.ResponseWriter, req *remo
 		return
 	}
 	group := req.Ext("consumerGroup")
-	off, err := req.ExtInt64("commitOffset")
-	if group == "" || err != nil {
-		b.reply(w, req, remoting.SystemError, "missing or invalid ext consumerGroup/commitOffset")
+	if group == "" {
+		b.reply(w, req, remoting.SystemError, "missing ext consumerGroup")
+		return
+	}
+	off, err := req.ExtInt64In("commitOffset", 0, math.MaxInt64)
+	if err != nil {
+		b.reply(w, req, remoting.SystemError, err.Error())
 		return
 	}
 	b.tables.Offsets.Commit(group, topic, qid, off)
@@ -94,7 +103,7 @@ func (b *Broker) handleSearchOffsetByTimestamp(w remoting.ResponseWriter, req *r
 	}
 	ts, err := req.ExtInt64("timestamp")
 	if err != nil {
-		b.reply(w, req, remoting.SystemError, "missing or invalid ext timestamp")
+		b.reply(w, req, remoting.SystemError, err.Error())
 		return
 	}
 	b.replyOK(w, req, nil, "offset", strconv.FormatInt(b.store.OffsetByTime(topic, qid, ts), 10))
@@ -102,9 +111,9 @@ func (b *Broker) handleSearchOffsetByTimestamp(w remoting.ResponseWriter, req *r
 
 // handleViewMessageByID answers the stored record at the physical offset of an offset msgId.
 func (b *Broker) handleViewMessageByID(w remoting.ResponseWriter, req *remoting.Command) {
-	off, err := req.ExtInt64("offset")
+	off, err := req.ExtInt64In("offset", 0, math.MaxInt64)
 	if err != nil {
-		b.reply(w, req, remoting.SystemError, "missing or invalid ext offset")
+		b.reply(w, req, remoting.SystemError, err.Error())
 		return
 	}
 	rec, err := b.store.ReadRecord(off)

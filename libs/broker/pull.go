@@ -2,12 +2,15 @@ package broker
 
 import (
 	"bufio"
+	"fmt"
+	"math"
 	"os"
 	"strconv"
 	"strings"
 	"time"
 
 	"github.com/rmqha/rmqha/libs/broker/clients"
+	"github.com/rmqha/rmqha/libs/broker/meta"
 	"github.com/rmqha/rmqha/libs/broker/route"
 	"github.com/rmqha/rmqha/libs/commitlog"
 	"github.com/rmqha/rmqha/libs/remoting"
@@ -45,41 +48,52 @@ type pullRequest struct {
 	deadline     time.Time
 }
 
+// decodePull reads PULL_MESSAGE's header; every numeric field with its width in Java's
+// PullMessageRequestHeader and the values it can mean (a bad one is SYSTEM_ERROR).
 func decodePull(req *remoting.Command) (*pullRequest, error) {
 	pr := &pullRequest{req: req, group: req.Ext("consumerGroup"), topic: req.Ext("topic")}
 	var err error
 	if pr.group == "" || pr.topic == "" {
 		return nil, errExt("consumerGroup/topic")
 	}
-	if pr.queueID, err = req.ExtInt32("queueId"); err != nil {
-		return nil, errExt("queueId")
+	if pr.queueID, err = req.ExtInt32In("queueId", 0, math.MaxInt32); err != nil {
+		return nil, extFieldErr(err)
 	}
-	if pr.offset, err = req.ExtInt64("queueOffset"); err != nil {
-		return nil, errExt("queueOffset")
+	if pr.offset, err = req.ExtInt64In("queueOffset", 0, math.MaxInt64); err != nil {
+		return nil, extFieldErr(err)
 	}
 	n, err := req.ExtInt32("maxMsgNums")
 	if err != nil {
-		return nil, errExt("maxMsgNums")
+		return nil, extFieldErr(err)
 	}
 	pr.maxMsgs = int(min(max(n, 1), maxPullMsgs))
-	if pr.sysFlag, err = req.ExtInt32("sysFlag"); err != nil {
-		return nil, errExt("sysFlag")
+	if pr.sysFlag, err = req.ExtInt32In("sysFlag", 0, math.MaxInt32); err != nil {
+		return nil, extFieldErr(err)
 	}
 	pr.commitOffset = -1
-	if s := req.Ext("commitOffset"); s != "" {
-		if pr.commitOffset, err = strconv.ParseInt(s, 10, 64); err != nil {
-			return nil, errExt("commitOffset")
+	if req.HasExt("commitOffset") {
+		// -1: nothing to commit (what clients send without one).
+		if pr.commitOffset, err = req.ExtInt64In("commitOffset", -1, math.MaxInt64); err != nil {
+			return nil, extFieldErr(err)
 		}
 	}
-	if s := req.Ext("suspendTimeoutMillis"); s != "" {
-		ms, err := strconv.ParseInt(s, 10, 64)
-		if err != nil || ms < 0 {
-			return nil, errExt("suspendTimeoutMillis")
+	if req.HasExt("suspendTimeoutMillis") {
+		ms, err := req.ExtInt64In("suspendTimeoutMillis", 0, math.MaxInt64/int64(time.Millisecond))
+		if err != nil {
+			return nil, extFieldErr(err)
 		}
 		pr.suspend = time.Duration(ms) * time.Millisecond
 	}
+	if req.HasExt("subVersion") {
+		if _, err := req.ExtInt64("subVersion"); err != nil {
+			return nil, extFieldErr(err)
+		}
+	}
 	return pr, nil
 }
+
+// extFieldErr marks a remoting ext accessor error as a bad request.
+func extFieldErr(err error) error { return fmt.Errorf("%w: %w", ErrBadRequest, err) }
 
 func errExt(name string) error {
 	return &extError{name}
@@ -103,9 +117,9 @@ func (b *Broker) handlePull(w remoting.ResponseWriter, req *remoting.Command) {
 		b.pullError(w, req, remoting.SystemBusy, "broker is shutting down")
 		return
 	}
-	g, _, err := b.tables.Groups.FindOrCreate(pr.group)
-	if err != nil && g.GroupName == "" {
-		b.pullError(w, req, remoting.SubscriptionGroupNotExist, "subscription group ["+pr.group+"] does not exist")
+	g, err := b.ensureGroup(w.Conn(), nil, pr.group, meta.Batch)
+	if err != nil {
+		b.pullError(w, req, remoting.SubscriptionGroupNotExist, "subscription group ["+pr.group+"] does not exist, "+err.Error())
 		return
 	}
 	if !g.ConsumeEnable {
@@ -283,9 +297,9 @@ func physicalMemory() int64 {
 // restart the queue at 0.
 func (b *Broker) pullError(w remoting.ResponseWriter, req *remoting.Command, code int32, remark string) {
 	resp := remoting.NewResponse(req, code, remark)
-	next := req.Ext("queueOffset")
-	if _, err := strconv.ParseInt(next, 10, 64); err != nil {
-		next = "0"
+	next := "0"
+	if off, err := req.ExtInt64In("queueOffset", 0, math.MaxInt64); err == nil {
+		next = strconv.FormatInt(off, 10)
 	}
 	resp.ExtFields["nextBeginOffset"] = next
 	resp.ExtFields["minOffset"] = "0"

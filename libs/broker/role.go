@@ -241,7 +241,7 @@ func (b *Broker) recoverTopicsFromLog(log logrus.FieldLogger) {
 		var err error
 		switch {
 		case strings.HasPrefix(topic, meta.RetryGroupTopicPrefix):
-			_, _, err = b.tables.Topics.CreateRetryTopic(strings.TrimPrefix(topic, meta.RetryGroupTopicPrefix), n)
+			_, _, err = b.tables.Topics.CreateRetryTopic(strings.TrimPrefix(topic, meta.RetryGroupTopicPrefix), n, meta.Wait)
 		case strings.HasPrefix(topic, meta.DLQGroupTopicPrefix):
 			_, _, err = b.tables.Topics.CreateDLQTopic(strings.TrimPrefix(topic, meta.DLQGroupTopicPrefix))
 		default:

@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"math"
 	"math/rand/v2"
 	"net/netip"
 	"strconv"
@@ -16,6 +17,7 @@ import (
 	"github.com/rmqha/rmqha/libs/commitlog"
 	"github.com/rmqha/rmqha/libs/hawire"
 	"github.com/rmqha/rmqha/libs/remoting"
+	"github.com/sirupsen/logrus"
 )
 
 // Property keys the broker reads or writes.
@@ -78,17 +80,20 @@ func decodeSendHeader(req *remoting.Command) (sendHeader, error) {
 	}
 	var h sendHeader
 	var err error
-	num := func(key string, required bool) int64 {
+	// Every numeric field is parsed with its width in Java's SendMessageRequestHeader and
+	// checked against the values it can mean; the first bad one refuses the request
+	// (SYSTEM_ERROR, as RocketMQ answers a header it cannot decode).
+	num := func(key string, required bool, bits int, lo, hi int64) int64 {
 		s, ok := ext[key]
-		if !ok || s == "" {
+		if !ok || strings.TrimSpace(s) == "" {
 			if required && err == nil {
 				err = fmt.Errorf("%w: ext %s missing", ErrBadRequest, key)
 			}
 			return 0
 		}
-		v, perr := strconv.ParseInt(strings.TrimSpace(s), 10, 64)
+		v, perr := remoting.ParseExtInt(key, s, bits, lo, hi)
 		if perr != nil && err == nil {
-			err = fmt.Errorf("%w: ext %s=%q is not a number", ErrBadRequest, key, s)
+			err = fmt.Errorf("%w: %w", ErrBadRequest, perr)
 		}
 		return v
 	}
@@ -98,15 +103,16 @@ func decodeSendHeader(req *remoting.Command) (sendHeader, error) {
 		return h, fmt.Errorf("%w: ext topic missing", ErrBadRequest)
 	}
 	h.defaultTopic = ext["defaultTopic"]
-	h.defaultQueueNums = int32(num("defaultTopicQueueNums", false))
-	h.queueID = int32(num("queueId", true))
-	h.sysFlag = int32(num("sysFlag", false))
-	h.bornTimestamp = num("bornTimestamp", false)
-	h.flag = int32(num("flag", false))
+	h.defaultQueueNums = int32(num("defaultTopicQueueNums", false, 32, math.MinInt32, math.MaxInt32))
+	// Negative: any writable queue (RocketMQ's rule); beyond the topic's queues: refused later.
+	h.queueID = int32(num("queueId", true, 32, math.MinInt32, math.MaxInt32))
+	h.sysFlag = int32(num("sysFlag", false, 32, 0, math.MaxInt32))
+	h.bornTimestamp = num("bornTimestamp", false, 64, math.MinInt64, math.MaxInt64)
+	h.flag = int32(num("flag", false, 32, math.MinInt32, math.MaxInt32))
 	h.properties = ext["properties"]
-	h.reconsumeTimes = int32(num("reconsumeTimes", false))
-	if _, ok := ext["maxReconsumeTimes"]; ok {
-		h.maxReconsumeTimes = int32(num("maxReconsumeTimes", false))
+	h.reconsumeTimes = int32(num("reconsumeTimes", false, 32, 0, math.MaxInt32))
+	if strings.TrimSpace(ext["maxReconsumeTimes"]) != "" {
+		h.maxReconsumeTimes = int32(num("maxReconsumeTimes", false, 32, 0, math.MaxInt32))
 		h.hasMaxReconsume = true
 	}
 	h.batch = strings.EqualFold(ext["batch"], "true")
@@ -207,24 +213,41 @@ func (b *Broker) resolveTopic(w remoting.ResponseWriter, req *remoting.Command, 
 		b.reply(w, req, remoting.MessageIllegal, fmt.Sprintf("topic %q is not allowed: %v", h.topic, err))
 		return route.TopicConfig{}, false
 	}
+	if meta.IsNotAllowedSendTopic(h.topic) {
+		// Only the broker stores into these (RocketMQ's TopicValidator.isNotAllowedSendTopic).
+		b.systemTopicSends.Add(1)
+		b.autoc.logRefusal(b.log, b.now(), logrus.Fields{"topic": h.topic, "peer": bornHostOfString(w)}, "client send to a system topic refused")
+		b.reply(w, req, remoting.NoPermission, "Sending message to topic["+h.topic+"] is forbidden.")
+		return route.TopicConfig{}, false
+	}
 	if h.topic == meta.AutoCreateTopicKey {
 		b.reply(w, req, remoting.NoPermission, "topic "+h.topic+" is the auto-create template and cannot take messages")
 		return route.TopicConfig{}, false
 	}
 	tc, ok := b.tables.Topics.Get(h.topic)
 	if ok {
+		// A topic a heartbeat created may still wait for its batch: the message about to be
+		// acknowledged must not name a topic topics.json lacks.
+		if err := b.tables.Topics.WaitDurable(h.topic); err != nil {
+			b.log.WithError(err).WithField("topic", h.topic).Warn("topic not persisted; retried with the next write")
+		}
 		return tc, true
 	}
 	var created bool
 	var err error
 	if strings.HasPrefix(h.topic, meta.RetryGroupTopicPrefix) {
 		group := strings.TrimPrefix(h.topic, meta.RetryGroupTopicPrefix)
-		g, _, gerr := b.tables.Groups.FindOrCreate(group)
+		g, gerr := b.ensureGroup(w.Conn(), nil, group, meta.Batch)
 		if gerr != nil {
-			b.reply(w, req, remoting.SubscriptionGroupNotExist, "subscription group "+group+" does not exist")
+			b.reply(w, req, remoting.SubscriptionGroupNotExist, "subscription group not exist, "+group+": "+gerr.Error())
 			return route.TopicConfig{}, false
 		}
-		tc, created, err = b.tables.Topics.CreateRetryTopic(group, max(g.RetryQueueNums, 1))
+		if created, err = b.ensureRetryTopic(w.Conn(), nil, group, max(g.RetryQueueNums, 1), meta.Wait); err == nil {
+			var found bool
+			if tc, found = b.tables.Topics.Get(h.topic); !found {
+				err = fmt.Errorf("%w: %s", meta.ErrTopicNotExist, h.topic)
+			}
+		}
 	} else {
 		def := h.defaultTopic
 		if def == "" {

@@ -43,6 +43,8 @@ func TestSendAndPull(t *testing.T) {
 	resp = invoke(t, c, addr, remoting.SendMessage, sendExt("TopicA", 1, props("WAIT", "false", "TAGS", "TagB")), []byte("second"))
 	require.Equal(t, remoting.Success, resp.Code, resp.Remark)
 	require.Equal(t, "1", resp.Ext("queueOffset"))
+	// Pulls answer what is indexed; the dispatcher runs behind the append.
+	require.NoError(t, b.store.WaitDispatched(b.store.MaxOffset(), time.Now().Add(10*time.Second)))
 
 	hb := invoke(t, c, addr, remoting.HeartBeat, nil, heartbeatBody("c1", "cg", map[string]string{"TopicA": "*"}))
 	require.Equal(t, remoting.Success, hb.Code, hb.Remark)

@@ -1,6 +1,7 @@
 package broker
 
 import (
+	"math"
 	"math/rand/v2"
 	"strconv"
 
@@ -20,24 +21,45 @@ func (b *Broker) handleSendBack(w remoting.ResponseWriter, req *remoting.Command
 		return
 	}
 	group := req.Ext("group")
-	off, err := req.ExtInt64("offset")
-	if group == "" || err != nil {
-		b.reply(w, req, remoting.SystemError, "missing or invalid ext group/offset")
+	if group == "" {
+		b.reply(w, req, remoting.SystemError, "missing ext group")
 		return
 	}
-	delayLevel, _ := req.ExtInt32("delayLevel")
-	g, _, gerr := b.tables.Groups.FindOrCreate(group)
-	if gerr != nil && g.GroupName == "" {
-		b.reply(w, req, remoting.SubscriptionGroupNotExist, "subscription group not exist, "+group)
+	// ConsumerSendMsgBackRequestHeader: offset Long, delayLevel Integer (negative: straight
+	// to the dead-letter topic), maxReconsumeTimes Integer (optional).
+	off, err := req.ExtInt64In("offset", 0, math.MaxInt64)
+	if err != nil {
+		b.reply(w, req, remoting.SystemError, err.Error())
 		return
 	}
-	retry, created, err := b.tables.Topics.CreateRetryTopic(group, max(g.RetryQueueNums, 1))
-	if err != nil && !created && retry.TopicName == "" {
-		b.reply(w, req, remoting.SystemError, "creating retry topic: "+err.Error())
+	var delayLevel int32
+	if req.HasExt("delayLevel") {
+		if delayLevel, err = req.ExtInt32("delayLevel"); err != nil {
+			b.reply(w, req, remoting.SystemError, err.Error())
+			return
+		}
+	}
+	maxRe := int32(-1)
+	if req.HasExt("maxReconsumeTimes") {
+		if maxRe, err = req.ExtInt32In("maxReconsumeTimes", 0, math.MaxInt32); err != nil {
+			b.reply(w, req, remoting.SystemError, err.Error())
+			return
+		}
+	}
+	g, gerr := b.ensureGroup(w.Conn(), nil, group, meta.Batch)
+	if gerr != nil {
+		b.reply(w, req, remoting.SubscriptionGroupNotExist, "subscription group not exist, "+group+": "+gerr.Error())
 		return
 	}
-	if created {
-		b.triggerRegister()
+	// The copy stored below names the retry topic: it is in topics.json before the answer.
+	if _, err := b.ensureRetryTopic(w.Conn(), nil, group, max(g.RetryQueueNums, 1), meta.Wait); err != nil {
+		b.reply(w, req, remoting.SystemError, "topic["+meta.RetryTopic(group)+"] not exist: "+err.Error())
+		return
+	}
+	retry, ok := b.tables.Topics.Get(meta.RetryTopic(group))
+	if !ok {
+		b.reply(w, req, remoting.SystemError, "topic["+meta.RetryTopic(group)+"] not exist")
+		return
 	}
 	raw, err := b.store.ReadRecord(off)
 	if err != nil {
@@ -69,9 +91,8 @@ func (b *Broker) handleSendBack(w remoting.ResponseWriter, req *remoting.Command
 	delete(props, propWait)
 	props[propCluster] = b.cfg.BrokerClusterName
 
-	maxRe := g.RetryMaxTimes
-	if v, err := req.ExtInt32("maxReconsumeTimes"); err == nil {
-		maxRe = v
+	if maxRe < 0 {
+		maxRe = g.RetryMaxTimes
 	}
 	topic := retry.TopicName
 	qid := rand.Int32N(max(retry.WriteQueueNums, 1))

@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"time"
 
+	"github.com/rmqha/rmqha/libs/commitlog"
 	"github.com/rmqha/rmqha/libs/hawire"
 	"github.com/rmqha/rmqha/libs/obs"
 )
@@ -43,6 +44,19 @@ type Status struct {
 	// WritesFenced and Failover: see role.go (automatic failover).
 	WritesFenced bool `json:"writesFenced,omitempty"`
 	Failover     any  `json:"failover,omitempty"`
+	// StoreCheck is what the start-up consume-queue check found (commitlog.RecoveryReport).
+	StoreCheck *StoreCheck `json:"storeCheck,omitempty"`
+}
+
+// StoreCheck reports the consume-queue coverage check of the last start.
+type StoreCheck struct {
+	// Check says how coverage was checked (against the manifest, or why every queue was
+	// rebuilt from the whole CommitLog).
+	Check string `json:"check"`
+	// Repaired lists the queues found incomplete and rebuilt, with their ranges.
+	Repaired []commitlog.CQRepair `json:"repaired,omitempty"`
+	// Restored is the number of consume-queue entries those rebuilds wrote.
+	Restored int64 `json:"restored"`
 }
 
 // Status reports role, identity, store offsets and replication state.
@@ -62,6 +76,8 @@ func (b *Broker) Status() Status {
 		if err := b.store.Err(); err != nil {
 			st.StoreError = err.Error()
 		}
+		rep := b.store.Recovery()
+		st.StoreCheck = &StoreCheck{Check: rep.CQCheck, Repaired: rep.CQRepairs, Restored: rep.CQRestored}
 	}
 	if b.tables != nil {
 		st.Topics, st.Groups = b.tables.Topics.Len(), b.tables.Groups.Len()

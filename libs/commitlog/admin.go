@@ -71,7 +71,8 @@ func (s *Store) Truncate(offset int64) error {
 		_, qmax := cq.bounds()
 		s.queueOffsets[qkey{cq.topic, cq.qid}] = qmax
 	}
-	if err := s.writeCheckpoint(false); err != nil {
+	// The coverage manifest follows the cut queues before the intent is cleared.
+	if err := s.writeCheckpoint(true); err != nil {
 		return s.setReadOnly(err)
 	}
 	if err := s.clearIntent(); err != nil {
@@ -120,6 +121,9 @@ func (s *Store) Reset(startOffset int64) error {
 	if err := s.putCheckpoint(startOffset, startOffset); err != nil {
 		return s.setReadOnly(err)
 	}
+	if err := s.writeManifest(&manifest{dispatched: startOffset, minOffset: startOffset}); err != nil {
+		return s.setReadOnly(err)
+	}
 	if err := s.clearIntent(); err != nil {
 		return s.setReadOnly(err)
 	}
@@ -159,6 +163,11 @@ func (s *Store) DeleteTopic(topic string) error {
 		if k.topic == topic {
 			delete(s.queueOffsets, k)
 		}
+	}
+	// The manifest forgets the topic before its files go: the start-up check must not
+	// rebuild what was deleted on purpose.
+	if err := s.writeCheckpoint(true); err != nil {
+		return err
 	}
 	if err := s.fs.RemoveAll(filepath.Join(s.cqDir, topic)); err != nil {
 		return err

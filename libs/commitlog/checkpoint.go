@@ -85,14 +85,28 @@ func (s *Store) readCheckpoint() checkpoint {
 }
 
 // writeCheckpoint syncs the dirty consume-queue files, then records the
-// flushed and dispatched offsets in the older of the two slots. final is set
-// at Close, when everything is flushed and dispatched.
-func (s *Store) writeCheckpoint(final bool) error {
+// flushed and dispatched offsets in the older of the two slots. With
+// force, or once CQManifestInterval has passed since the last one, it
+// first takes the queues' coverage and writes the coverage manifest after
+// the sync (coverage.go).
+func (s *Store) writeCheckpoint(force bool) error {
 	s.cpMu.Lock()
 	defer s.cpMu.Unlock()
 	d := s.dispatched.Load()
+	now := s.cfg.Now()
+	var cov []queueCoverage
+	withManifest := force || now.Sub(s.lastManifest) >= s.cfg.CQManifestInterval
+	if withManifest {
+		cov = s.snapshotCoverage()
+	}
 	if err := s.syncDirtyCQ(); err != nil {
 		return err
+	}
+	if withManifest {
+		if err := s.writeManifest(&manifest{dispatched: d, minOffset: min(s.minOffset.Load(), d), queues: cov}); err != nil {
+			return err
+		}
+		s.lastManifest = now
 	}
 	fl := s.flushed.Load()
 	if d > fl {

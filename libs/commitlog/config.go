@@ -68,6 +68,11 @@ type Config struct {
 	CleanInterval time.Duration
 	// CheckpointInterval is how often the checkpoint file is rewritten. Default 1s.
 	CheckpointInterval time.Duration
+	// CQManifestInterval is how often the consume-queue coverage manifest is rewritten with
+	// the checkpoint (it is also written after recovery, retention, Truncate, Reset,
+	// DeleteTopic and Close). After a crash every record written since the last manifest is
+	// dispatched again at start, so this bounds that work. Default 10s.
+	CQManifestInterval time.Duration
 	// RecoveryFullScan makes crash recovery validate every segment instead of
 	// starting at the segment holding the last checkpoint. Default false.
 	RecoveryFullScan bool
@@ -111,6 +116,7 @@ func DefaultConfig() Config {
 		DiskMaxUsedSpaceRatio: 75,
 		CleanInterval:         10 * time.Second,
 		CheckpointInterval:    time.Second,
+		CQManifestInterval:    10 * time.Second,
 		RecoveryCheckSegments: 1,
 		CommitInterval:        time.Millisecond,
 		StoreHost:             netip.AddrPortFrom(netip.AddrFrom4([4]byte{127, 0, 0, 1}), 10911),
@@ -156,6 +162,8 @@ func (c Config) Validate() error {
 		return bad("CleanInterval", "must be positive", c.CleanInterval)
 	case c.CheckpointInterval <= 0:
 		return bad("CheckpointInterval", "must be positive", c.CheckpointInterval)
+	case c.CQManifestInterval <= 0:
+		return bad("CQManifestInterval", "must be positive", c.CQManifestInterval)
 	case c.RecoveryCheckSegments < 0:
 		return bad("RecoveryCheckSegments", "must not be negative", c.RecoveryCheckSegments)
 	case c.WriteBuffer < 0:

@@ -481,13 +481,13 @@ func allZero(b []byte) bool {
 	return true
 }
 
-// loadAllCQ opens every consume queue under consumequeue/ and returns the
-// CommitLog offset from which damaged queues must be rebuilt (max when none).
-func (s *Store) loadAllCQ(clMax int64, validateAll bool) (int64, error) {
-	resumeAll := clMax
+// loadAllCQ opens every consume queue under consumequeue/ and returns the damaged ones with
+// the CommitLog offset each must be rebuilt from (-1: from the start of the log).
+func (s *Store) loadAllCQ(validateAll bool) (map[qkey]int64, error) {
+	damagedAt := map[qkey]int64{}
 	topics, err := s.fs.List(s.cqDir)
 	if err != nil {
-		return 0, err
+		return nil, err
 	}
 	for _, t := range topics {
 		if ValidateTopic(t) != nil {
@@ -504,16 +504,11 @@ func (s *Store) loadAllCQ(clMax int64, validateAll bool) (int64, error) {
 			}
 			cq, damaged, resume, err := s.loadCQ(t, int32(q), filepath.Join(s.cqDir, t, qn), validateAll)
 			if err != nil {
-				return 0, fmt.Errorf("commitlog: load consume queue %s/%s: %w", t, qn, err)
+				return nil, fmt.Errorf("commitlog: load consume queue %s/%s: %w", t, qn, err)
 			}
 			if damaged {
 				s.log.WithField("topic", t).WithField("queue", q).WithField("resume", resume).Warn("consume queue damaged; rebuilding from the CommitLog")
-				if resume < 0 {
-					resume = 0
-				}
-				if resume < resumeAll {
-					resumeAll = resume
-				}
+				damagedAt[qkey{t, int32(q)}] = resume
 			}
 			if s.cqs[t] == nil {
 				s.cqs[t] = map[int32]*consumeQueue{}
@@ -521,7 +516,7 @@ func (s *Store) loadAllCQ(clMax int64, validateAll bool) (int64, error) {
 			s.cqs[t][int32(q)] = cq
 		}
 	}
-	return resumeAll, nil
+	return damagedAt, nil
 }
 
 // cqCutFrom removes every unit whose CommitLog offset is at or above phys.

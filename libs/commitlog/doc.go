@@ -16,6 +16,7 @@
 //	│       ├── 00000000000000000000  CQUnitsPerFile units each, named by
 //	│       └── 00000000000006000000  their first byte (logical offset × 20)
 //	├── checkpoint                  two 64-byte slots, see below
+//	├── cqmanifest                  what each consume queue held (coverage.go)
 //	├── abort                       exists while the store is open: its
 //	│                               presence at Open means a crash
 //	└── intent                      exists only during Truncate / Reset
@@ -105,8 +106,19 @@
 // record is validated from the start of the segment holding the checkpoint's
 // flushed offset (RecoveryFullScan: from the first segment); the log is cut
 // at the first invalid byte (RecoveryReport says where and why), consume
-// queues are cut back to the checkpoint's dispatched offset (and further if a
-// queue file is damaged) and rebuilt by dispatching again.
+// queues are cut back to the checkpoint's dispatched offset and rebuilt by
+// dispatching again.
+//
+// At every start, clean or not, each consume queue is then checked against
+// the coverage manifest (format and rules in coverage.go): a queue whose
+// folder is gone, whose files are short or do not follow each other, whose
+// head is missing or whose last entry does not point at its own record is
+// cut back to its last good entry and refilled from its records in the
+// CommitLog, one targeted pass over the log that touches no other queue;
+// RecoveryReport.CQRepairs lists each with topic, queue and ranges (also
+// logged). Intact queues cost a manifest read and three small reads each;
+// the log is re-read only when a queue needs it, or once in full when the
+// manifest is missing (RecoveryReport.CQCheck says so).
 //
 // # Durability contract
 //

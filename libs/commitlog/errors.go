@@ -57,6 +57,10 @@ var (
 	ErrClosed = errors.New("commitlog: store closed")
 	// ErrBadMsgID is returned by ParseOffsetMsgID for malformed ids.
 	ErrBadMsgID = errors.New("commitlog: malformed offset message id")
+	// ErrManifest is returned when the consume-queue coverage manifest cannot be
+	// decoded (bad magic, version, checksum or entry); Open then rebuilds every
+	// consume queue from the CommitLog and says so in RecoveryReport.CQCheck.
+	ErrManifest = errors.New("commitlog: invalid consume-queue coverage manifest")
 	// ErrInvalidConfig wraps Config.Validate failures.
 	ErrInvalidConfig = errors.New("commitlog: invalid config")
 )

@@ -21,6 +21,14 @@ type RecoveryReport struct {
 	CutReason      string // why that byte is invalid
 	CQUnitsCut     int64  // consume-queue units dropped to match
 	RedispatchFrom int64  // where the dispatcher restarted
+	// CQCheck says how consume-queue coverage was checked: against the manifest, or why
+	// every queue was rebuilt from the whole log (no manifest, or an unusable one).
+	CQCheck string
+	// CQRepairs lists the consume queues found incomplete and rebuilt from the CommitLog
+	// (each also logged with topic, queue and ranges).
+	CQRepairs []CQRepair
+	// CQRestored is the number of consume-queue entries those rebuilds wrote.
+	CQRestored int64
 }
 
 func (s *Store) listSegments() ([]int64, error) {
@@ -198,7 +206,7 @@ func (s *Store) recover() error {
 	s.flushed.Store(max)
 
 	// Consume queues: cut to the last durable dispatch point, then replay.
-	resume, err := s.loadAllCQ(max, crashed || s.cfg.RecoveryFullScan)
+	damaged, err := s.loadAllCQ(crashed || s.cfg.RecoveryFullScan)
 	if err != nil {
 		return err
 	}
@@ -209,15 +217,14 @@ func (s *Store) recover() error {
 			d = cp.flushed
 		}
 	}
-	if resume < d {
-		d = resume
-	}
 	if d > max {
 		d = max
 	}
 	if d < s.minOffset.Load() {
 		d = s.minOffset.Load()
 	}
+	// Coverage: every queue must still hold what the manifest says it held (coverage.go).
+	d, targets := s.checkCoverage(&rep, d, s.minOffset.Load(), max, damaged)
 	if len(s.segs) > 0 && d < rep.ScannedFrom && d < max {
 		// Records about to be dispatched again were not validated yet.
 		from := d - d%s.segSize
@@ -257,6 +264,11 @@ func (s *Store) recover() error {
 			rep.CQUnitsCut += n
 		}
 	}
+	// Incomplete queues are refilled below d from their own records; from d on the
+	// dispatcher rebuilds every queue.
+	if err := s.rebuildTargets(targets, d); err != nil {
+		s.log.WithError(err).Error("rebuilding consume queues from the CommitLog stopped early")
+	}
 	s.dispatched.Store(d)
 	if err := s.dispatchLocked(); err != nil {
 		return err
@@ -272,6 +284,10 @@ func (s *Store) recover() error {
 			s.queueOffsets[qkey{cq.topic, cq.qid}] = qmax
 		}
 	}
+	rep.CQRepairs = append(rep.CQRepairs, s.finishRepairs(targets)...)
+	for _, r := range rep.CQRepairs {
+		rep.CQRestored += r.Restored
+	}
 	// Mark the store open (crash marker) and record the recovered state.
 	af, err := s.fs.Create(filepath.Join(s.cfg.Dir, abortFile))
 	if err != nil {
@@ -281,7 +297,7 @@ func (s *Store) recover() error {
 	if err := s.fs.SyncDir(s.cfg.Dir); err != nil {
 		return err
 	}
-	if err := s.writeCheckpoint(false); err != nil {
+	if err := s.writeCheckpoint(true); err != nil {
 		return err
 	}
 	if rep.Intent != "" {
@@ -290,7 +306,8 @@ func (s *Store) recover() error {
 		}
 	}
 	s.recovery = rep
-	s.log.WithField("clean", rep.Clean).WithField("max_offset", max).WithField("min_offset", s.minOffset.Load()).WithField("cq_units_cut", rep.CQUnitsCut).Info("commitlog recovered")
+	s.log.WithField("clean", rep.Clean).WithField("max_offset", max).WithField("min_offset", s.minOffset.Load()).WithField("cq_units_cut", rep.CQUnitsCut).
+		WithField("cq_check", rep.CQCheck).WithField("cq_repaired", len(rep.CQRepairs)).WithField("cq_restored", rep.CQRestored).Info("commitlog recovered")
 	return nil
 }
 
@@ -436,6 +453,9 @@ func (s *Store) resetFiles(start int64) error {
 		return err
 	}
 	if err := s.fs.RemoveAll(s.cqDir); err != nil {
+		return err
+	}
+	if err := s.removeManifest(); err != nil {
 		return err
 	}
 	for _, d := range []string{s.clDir, s.cqDir} {

@@ -176,7 +176,8 @@ func (s *Store) RunRetention(force bool) (int, error) {
 		for _, cq := range cqs {
 			s.cqCorrectMin(cq, clMin)
 		}
-		if err := s.writeCheckpoint(false); err != nil {
+		// The manifest follows at once: queue heads removed here are not damage.
+		if err := s.writeCheckpoint(true); err != nil {
 			return deleted, err
 		}
 	}

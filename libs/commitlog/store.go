@@ -107,6 +107,8 @@ type Store struct {
 	cpSeq      uint64
 	lastCP     time.Time
 	cpFile     vfs.File
+	// lastManifest is when the coverage manifest was last written (cpMu).
+	lastManifest time.Time
 
 	dispatchMu  sync.Mutex
 	dispatchReq chan struct{}

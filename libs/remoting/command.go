@@ -2,6 +2,7 @@ package remoting
 
 import (
 	"fmt"
+	"math"
 	"strconv"
 	"strings"
 )
@@ -78,30 +79,60 @@ func (c *Command) extValue(key string) (string, error) {
 	return strings.TrimSpace(v), nil
 }
 
-// ExtInt64 parses the ext field key as a decimal int64.
+// ExtInt64 parses the ext field key as a decimal int64 (Java's Long.parseLong).
 func (c *Command) ExtInt64(key string) (int64, error) {
-	v, err := c.extValue(key)
-	if err != nil {
-		return 0, err
-	}
-	n, err := strconv.ParseInt(v, 10, 64)
-	if err != nil {
-		return 0, fmt.Errorf("%w: %s=%q", ErrExtInvalid, key, v)
-	}
-	return n, nil
+	return c.ExtInt64In(key, math.MinInt64, math.MaxInt64)
 }
 
-// ExtInt32 parses the ext field key as a decimal int32.
+// ExtInt32 parses the ext field key as a decimal int32 (Java's Integer.parseInt): a value
+// beyond 32 bits is ErrExtInvalid, never wrapped.
 func (c *Command) ExtInt32(key string) (int32, error) {
+	return c.ExtInt32In(key, math.MinInt32, math.MaxInt32)
+}
+
+// ExtInt64In parses the ext field key as a decimal int64 and checks it lies in [lo, hi]
+// (ErrExtRange otherwise).
+func (c *Command) ExtInt64In(key string, lo, hi int64) (int64, error) {
 	v, err := c.extValue(key)
 	if err != nil {
 		return 0, err
 	}
-	n, err := strconv.ParseInt(v, 10, 32)
+	return ParseExtInt(key, v, 64, lo, hi)
+}
+
+// ExtInt32In parses the ext field key as a decimal int32 and checks it lies in [lo, hi]
+// (ErrExtRange otherwise).
+func (c *Command) ExtInt32In(key string, lo, hi int32) (int32, error) {
+	v, err := c.extValue(key)
 	if err != nil {
-		return 0, fmt.Errorf("%w: %s=%q", ErrExtInvalid, key, v)
+		return 0, err
 	}
-	return int32(n), nil
+	n, err := ParseExtInt(key, v, 32, int64(lo), int64(hi))
+	return int32(n), err
+}
+
+// HasExt reports whether the ext field key is present and not empty (Java's header decoder
+// treats both the same: the field stays null).
+func (c *Command) HasExt(key string) bool { return strings.TrimSpace(c.ExtFields[key]) != "" }
+
+// ParseExtInt parses the value v of ext field key as a decimal integer of bits width (32 for
+// Java's int/Integer fields, 64 for long/Long), as RocketMQ's header decoder does, and checks
+// it lies in [lo, hi]. Surrounding spaces are ignored. A value that is not a number of that
+// width is ErrExtInvalid (Java's NumberFormatException, answered SYSTEM_ERROR), one outside
+// [lo, hi] is ErrExtRange; the error names the key, the value and the bound.
+func ParseExtInt(key, v string, bits int, lo, hi int64) (int64, error) {
+	v = strings.TrimSpace(v)
+	n, err := strconv.ParseInt(v, 10, bits)
+	if err != nil {
+		if len(v) > 32 {
+			v = v[:32] + "..."
+		}
+		return 0, fmt.Errorf("%w: %s=%q is not a %d-bit integer", ErrExtInvalid, key, v, bits)
+	}
+	if n < lo || n > hi {
+		return 0, fmt.Errorf("%w: %s=%d outside [%d, %d]", ErrExtRange, key, n, lo, hi)
+	}
+	return n, nil
 }
 
 // ExtBool parses the ext field key as a boolean ("true"/"false" in any case, or "1"/"0").

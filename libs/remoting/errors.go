@@ -23,7 +23,8 @@ var (
 	ErrAlreadyWritten = errors.New("remoting: response already written")
 	// ErrExtMissing is returned by the Command.ExtX accessors when the key is absent.
 	ErrExtMissing = errors.New("remoting: ext field missing")
-	// ErrExtInvalid is returned by the Command.ExtX accessors when the value does not parse.
+	// ErrExtInvalid is returned by the Command.ExtX accessors when the value does not parse
+	// (for integers: not a decimal number of the field's width).
 	ErrExtInvalid = errors.New("remoting: ext field invalid")
 	// ErrFrameTimeout is returned by a connection's reader when a frame whose first byte arrived
 	// was not complete within the frame timeout (a peer dribbling bytes); the connection closes.
@@ -38,6 +39,9 @@ var (
 	// ErrHandshake is the cause recorded for a connection whose TLS handshake failed or did not
 	// finish within the handshake timeout.
 	ErrHandshake = errors.New("remoting: TLS handshake failed")
+	// ErrExtRange is returned by the ranged Command.ExtX accessors and ParseExtInt when the
+	// value parses but lies outside the range the field allows.
+	ErrExtRange = errors.New("remoting: ext field out of range")
 	// ErrInvalidConfig is returned by Validate (wrapped with the offending field's name).
 	ErrInvalidConfig = errors.New("remoting: invalid config")
 )

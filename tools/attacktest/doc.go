@@ -1,11 +1,14 @@
-// Package attacktest plays attacks against the built binaries of a broker group, as a stranger
-// on the same network would, and ends every case with the group's invariants: every process
-// alive, every acknowledged message present and byte-exact on the master and the slave, and a
-// normal send answered SEND_OK.
+// Package attacktest plays attacks against the project's binaries, run as processes (name
+// server, SYNC_MASTER master, slave from properties files, through tools/e2e), as a stranger on
+// the same network would: raw frames on every port and unmodified rocketmq-client-go clients.
 //
-// The group is tools/e2e's (real namesrv, master and slave processes, a random HA secret per
-// run); the slave dials its master through a Front, a TCP forwarder the test can record
-// through, or switch to an impostor. HA link cases:
+// Every case ends with the group's invariants: every process alive, every message a send was
+// acknowledged for present and byte-exact on the master and on the slave (e2e.History.Check),
+// a normal send answered SEND_OK, and each broker's resident memory within a stated budget
+// (Fixture.CheckInvariants).
+//
+// HA link (the slave dials its master through a Front, a TCP forwarder the test can record
+// through or switch to an impostor):
 //
 //   - FakeMaster: the slave's master address answers DIVERGED at 0 and OFFSET_TOO_OLD without
 //     the secret (and with a wrong one) for 20 s: the slave's CommitLog and epoch file stay
@@ -29,6 +32,19 @@
 //   - UNREGISTER_BROKER of the real master and slave;
 //   - a REGISTER_BROKER recorded on the wire, played again later (and turned into an
 //     UNREGISTER_BROKER).
+//
+// Broker requests and the store:
+//
+//   - TestHeartbeatFlood: thousands of new consumer groups named over many heartbeats and
+//     connections: the group table stops at autoCreateSubscriptionGroupLimit, heartbeats
+//     beyond a bound are answered SUBSCRIPTION_GROUP_NOT_EXIST, sends keep being answered.
+//   - TestSystemTopicSend: sends into SCHEDULE_TOPIC_XXXX and the other topics only brokers
+//     write are answered NO_PERMISSION, nothing is stored, and the CommitLog does not grow (no
+//     delay loop).
+//   - TestQueueIDOutOfRange: queueId 4294967296 is answered SYSTEM_ERROR, not stored in queue 0.
+//   - TestConsumeQueueFilesDamaged: consume-queue files deleted and truncated while the
+//     brokers are stopped: after the restart every acknowledged message is delivered again to a
+//     normal consumer, byte-exact, and the brokers report the rebuilt queues.
 //
 // Run with the binaries built (scripts/build.sh bin, then RMQHA_BIN_DIR=$PWD/bin), or let
 // tools/e2e build them.

@@ -11,6 +11,12 @@
 // the Go client and as numbers from Java; both are accepted. Unknown keys
 // are ignored.
 //
+// Validate applies RocketMQ's client-side name rules (group names 1..255 and
+// topics 1..127 characters of [%|a-zA-Z0-9_-]) and bounds of its own on the
+// client id (1 KiB) and each subscription expression (64 KiB); CheckLimits
+// bounds the number of groups and subscriptions of one heartbeat (the broker's
+// heartbeatMaxGroups and heartbeatMaxSubscriptions).
+//
 // # Registry
 //
 // Members are keyed by client id inside each group and remember the

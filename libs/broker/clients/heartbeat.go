@@ -118,23 +118,100 @@ func DecodeHeartbeat(data []byte) (*HeartbeatData, error) {
 	return &hb, nil
 }
 
-// Validate checks that the client id and every group name are non-empty.
+// Name bounds of a heartbeat, as RocketMQ's client validators allow
+// (Validators.checkGroup, checkTopic): group names 1..255 and topic names
+// 1..127 characters of [%|a-zA-Z0-9_-]. RocketMQ does not bound client ids
+// or subscription expressions; MaxClientIDLen and MaxExpressionLen are
+// generous bounds of our own so one heartbeat cannot park megabytes in the
+// registry.
+const (
+	MaxGroupNameLen  = 255
+	MaxTopicNameLen  = 127
+	MaxClientIDLen   = 1024
+	MaxExpressionLen = 64 << 10 // subString plus every tagsSet entry, bytes
+)
+
+// Limits bound how much one heartbeat may register.
+type Limits struct {
+	// MaxGroups is the most producer plus consumer entries in one heartbeat;
+	// 0 means no bound.
+	MaxGroups int
+	// MaxSubscriptions is the most subscriptions of all consumer entries of
+	// one heartbeat together; 0 means no bound.
+	MaxSubscriptions int
+}
+
+// CheckLimits returns ErrHeartbeatTooLarge when hb has more entries than l allows.
+func (hb *HeartbeatData) CheckLimits(l Limits) error {
+	if n := len(hb.ProducerDataSet) + len(hb.ConsumerDataSet); l.MaxGroups > 0 && n > l.MaxGroups {
+		return fmt.Errorf("%w: %d producer and consumer groups, at most %d (heartbeatMaxGroups)", ErrHeartbeatTooLarge, n, l.MaxGroups)
+	}
+	if l.MaxSubscriptions > 0 {
+		n := 0
+		for _, c := range hb.ConsumerDataSet {
+			n += len(c.SubscriptionDataSet)
+		}
+		if n > l.MaxSubscriptions {
+			return fmt.Errorf("%w: %d subscriptions, at most %d (heartbeatMaxSubscriptions)", ErrHeartbeatTooLarge, n, l.MaxSubscriptions)
+		}
+	}
+	return nil
+}
+
+// ValidName reports whether name is 1..maxLen characters of RocketMQ's
+// topic and group alphabet [%|a-zA-Z0-9_-].
+func ValidName(name string, maxLen int) bool {
+	if name == "" || len(name) > maxLen {
+		return false
+	}
+	for i := 0; i < len(name); i++ {
+		c := name[i]
+		ok := c == '%' || c == '|' || c == '_' || c == '-' ||
+			(c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9')
+		if !ok {
+			return false
+		}
+	}
+	return true
+}
+
+// Validate checks the client id, every group name (RocketMQ's group rules),
+// every subscription's topic (RocketMQ's topic rules) and expression length.
 func (hb *HeartbeatData) Validate() error {
 	if hb == nil || hb.ClientID == "" {
 		return fmt.Errorf("%w: empty clientID", ErrInvalidHeartbeat)
 	}
+	if len(hb.ClientID) > MaxClientIDLen {
+		return fmt.Errorf("%w: clientID of %d bytes, at most %d", ErrInvalidHeartbeat, len(hb.ClientID), MaxClientIDLen)
+	}
 	for _, p := range hb.ProducerDataSet {
 		if p.GroupName == "" {
 			return fmt.Errorf("%w: producer without groupName", ErrInvalidHeartbeat)
+		}
+		if !ValidName(p.GroupName, MaxGroupNameLen) {
+			return fmt.Errorf("%w: producer group %.64q: 1..%d characters of [%%|a-zA-Z0-9_-]", ErrInvalidHeartbeat, p.GroupName, MaxGroupNameLen)
 		}
 	}
 	for _, c := range hb.ConsumerDataSet {
 		if c.GroupName == "" {
 			return fmt.Errorf("%w: consumer without groupName", ErrInvalidHeartbeat)
 		}
+		if !ValidName(c.GroupName, MaxGroupNameLen) {
+			return fmt.Errorf("%w: consumer group %.64q: 1..%d characters of [%%|a-zA-Z0-9_-]", ErrInvalidHeartbeat, c.GroupName, MaxGroupNameLen)
+		}
 		for _, s := range c.SubscriptionDataSet {
 			if s.Topic == "" {
 				return fmt.Errorf("%w: group %q subscription without topic", ErrInvalidHeartbeat, c.GroupName)
+			}
+			if !ValidName(s.Topic, MaxTopicNameLen) {
+				return fmt.Errorf("%w: group %q subscribes to topic %.64q: 1..%d characters of [%%|a-zA-Z0-9_-]", ErrInvalidHeartbeat, c.GroupName, s.Topic, MaxTopicNameLen)
+			}
+			n := len(s.SubString)
+			for _, tag := range s.TagsSet {
+				n += len(tag)
+			}
+			if n > MaxExpressionLen {
+				return fmt.Errorf("%w: group %q topic %q: subscription expression of %d bytes, at most %d", ErrInvalidHeartbeat, c.GroupName, s.Topic, n, MaxExpressionLen)
 			}
 		}
 	}

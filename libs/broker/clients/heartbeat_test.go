@@ -2,6 +2,8 @@ package clients
 
 import (
 	"errors"
+	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -99,4 +101,63 @@ func FuzzDecodeHeartbeat(f *testing.F) {
 		}
 		reg.UnregisterConn(1)
 	})
+}
+
+// Names are checked as RocketMQ's client validators check them: groups up to 255
+// characters, topics up to 127, both from [%|a-zA-Z0-9_-].
+func TestHeartbeatNameBounds(t *testing.T) {
+	long := func(n int) string { return strings.Repeat("g", n) }
+	consumer := func(group, topic string) string {
+		return `{"clientID":"c","consumerDataSet":[{"groupName":"` + group + `","subscriptionDataSet":[{"topic":"` + topic + `","subString":"*"}]}]}`
+	}
+	for _, tc := range []struct {
+		name, body string
+		ok         bool
+	}{
+		{"group 255", consumer(long(255), "T"), true},
+		{"group 256", consumer(long(256), "T"), false},
+		{"group with space", consumer("a b", "T"), false},
+		{"group with dot", consumer("a.b", "T"), false},
+		{"topic 127", consumer("g", long(127)), true},
+		{"topic 128", consumer("g", long(128)), false},
+		{"topic with slash", consumer("g", "a/b"), false},
+		{"retry topic", consumer("g", "%RETRY%g"), true},
+		{"producer 256", `{"clientID":"c","producerDataSet":[{"groupName":"` + long(256) + `"}]}`, false},
+		{"producer unicode", `{"clientID":"c","producerDataSet":[{"groupName":"grüppe"}]}`, false},
+		{"client id 1024", `{"clientID":"` + long(1024) + `"}`, true},
+		{"client id 1025", `{"clientID":"` + long(1025) + `"}`, false},
+		{"expression 64 KiB", `{"clientID":"c","consumerDataSet":[{"groupName":"g","subscriptionDataSet":[{"topic":"T","subString":"` + long(64<<10) + `"}]}]}`, true},
+		{"expression above 64 KiB", `{"clientID":"c","consumerDataSet":[{"groupName":"g","subscriptionDataSet":[{"topic":"T","subString":"` + long(32<<10) + `","tagsSet":["` + long(32<<10+1) + `"]}]}]}`, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := DecodeHeartbeat([]byte(tc.body))
+			if tc.ok {
+				require.NoError(t, err)
+				return
+			}
+			require.ErrorIs(t, err, ErrInvalidHeartbeat)
+		})
+	}
+}
+
+func TestHeartbeatLimits(t *testing.T) {
+	var sb strings.Builder
+	sb.WriteString(`{"clientID":"c","producerDataSet":[{"groupName":"p"}],"consumerDataSet":[`)
+	for i := 0; i < 3; i++ {
+		if i > 0 {
+			sb.WriteByte(',')
+		}
+		sb.WriteString(`{"groupName":"g` + strconv.Itoa(i) + `","subscriptionDataSet":[{"topic":"A","subString":"*"},{"topic":"B","subString":"*"}]}`)
+	}
+	sb.WriteString(`]}`)
+	hb, err := DecodeHeartbeat([]byte(sb.String()))
+	require.NoError(t, err)
+	require.NoError(t, hb.CheckLimits(Limits{}))
+	require.NoError(t, hb.CheckLimits(Limits{MaxGroups: 4, MaxSubscriptions: 6}))
+	err = hb.CheckLimits(Limits{MaxGroups: 3})
+	require.ErrorIs(t, err, ErrHeartbeatTooLarge)
+	require.Contains(t, err.Error(), "heartbeatMaxGroups")
+	err = hb.CheckLimits(Limits{MaxSubscriptions: 5})
+	require.ErrorIs(t, err, ErrHeartbeatTooLarge)
+	require.Contains(t, err.Error(), "heartbeatMaxSubscriptions")
 }

@@ -44,6 +44,16 @@ type Config struct {
 	DefaultTopicQueueNums int32
 	// AutoCreateSubscriptionGroup creates unknown groups on first use. Default true.
 	AutoCreateSubscriptionGroup bool
+	// AutoCreateSubscriptionGroupLimit stops auto-creation once the group
+	// table holds this many groups (Put, used by admin requests, is not
+	// limited); 0 means no limit. Default 10000.
+	AutoCreateSubscriptionGroupLimit int
+	// PersistBatchInterval is the longest a change made with Batch waits
+	// before its table is rewritten; 0 means the default. Default 500ms.
+	PersistBatchInterval time.Duration
+	// PersistBatchSize rewrites a table at once when this many of its
+	// changes are unwritten; 0 means the default. Default 1000.
+	PersistBatchSize int
 	// FS is the file-system seam. Default vfs.Default (the OS).
 	FS FS
 	// Now is the clock for DataVersion timestamps. Default time.Now.
@@ -53,18 +63,27 @@ type Config struct {
 	Logger logrus.FieldLogger
 }
 
+// Defaults of the batched table writes.
+const (
+	defaultPersistBatchInterval = 500 * time.Millisecond
+	defaultPersistBatchSize     = 1000
+)
+
 // DefaultConfig returns the production defaults (in-memory; set
 // StorePathRootDir to persist).
 func DefaultConfig() Config {
 	return Config{
-		BrokerClusterName:           "DefaultCluster",
-		BrokerName:                  "DEFAULT_BROKER",
-		AutoCreateTopicEnable:       true,
-		DefaultTopicQueueNums:       8,
-		AutoCreateSubscriptionGroup: true,
-		FS:                          vfs.Default,
-		Now:                         time.Now,
-		Logger:                      logrus.New(),
+		BrokerClusterName:                "DefaultCluster",
+		BrokerName:                       "DEFAULT_BROKER",
+		AutoCreateTopicEnable:            true,
+		DefaultTopicQueueNums:            8,
+		AutoCreateSubscriptionGroup:      true,
+		AutoCreateSubscriptionGroupLimit: 10000,
+		PersistBatchInterval:             defaultPersistBatchInterval,
+		PersistBatchSize:                 defaultPersistBatchSize,
+		FS:                               vfs.Default,
+		Now:                              time.Now,
+		Logger:                           logrus.New(),
 	}
 }
 
@@ -77,6 +96,12 @@ func (c Config) Validate() error {
 		return fmt.Errorf("%w: BrokerName %q is not a valid topic name", ErrInvalidConfig, c.BrokerName)
 	case c.DefaultTopicQueueNums <= 0:
 		return fmt.Errorf("%w: DefaultTopicQueueNums must be > 0, got %d", ErrInvalidConfig, c.DefaultTopicQueueNums)
+	case c.AutoCreateSubscriptionGroupLimit < 0:
+		return fmt.Errorf("%w: AutoCreateSubscriptionGroupLimit must be >= 0, got %d", ErrInvalidConfig, c.AutoCreateSubscriptionGroupLimit)
+	case c.PersistBatchInterval < 0:
+		return fmt.Errorf("%w: PersistBatchInterval must be >= 0, got %v", ErrInvalidConfig, c.PersistBatchInterval)
+	case c.PersistBatchSize < 0:
+		return fmt.Errorf("%w: PersistBatchSize must be >= 0, got %d", ErrInvalidConfig, c.PersistBatchSize)
 	case c.FS == nil:
 		return fmt.Errorf("%w: FS is nil", ErrInvalidConfig)
 	case c.Now == nil:
@@ -102,6 +127,21 @@ func ValidateTopicName(name string) error {
 		}
 	}
 	return nil
+}
+
+// batchInterval and batchSize apply the defaults to zero values.
+func (c Config) batchInterval() time.Duration {
+	if c.PersistBatchInterval <= 0 {
+		return defaultPersistBatchInterval
+	}
+	return c.PersistBatchInterval
+}
+
+func (c Config) batchSize() uint64 {
+	if c.PersistBatchSize <= 0 {
+		return defaultPersistBatchSize
+	}
+	return uint64(c.PersistBatchSize)
 }
 
 func validateGroupName(name string) error {

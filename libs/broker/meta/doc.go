@@ -31,10 +31,34 @@
 // <file>.bak with a warning (and LoadInfo says so); when both are unusable
 // the constructor fails with ErrCorrupt naming both files.
 //
-// Topic and subscription-group tables persist on every change. Offset
-// tables change far more often and are persisted when the caller ticks
-// Persist (Java does it every 5 s and on shutdown); Persist writes only if
-// the table changed since the last write.
+// Topic and subscription-group tables are rewritten whole, and a change
+// says when it must be in the file (Durability):
+//
+//   - Wait (admin requests, topics auto-created by a send, dead-letter
+//     topics, snapshots applied on a slave, retry topics created by a
+//     send-back): the call returns once a rewrite holding the change
+//     succeeded, and returns that rewrite's error. Rewrites are serialised;
+//     one rewrite writes every change made before it started, so callers
+//     queued behind it return without a write of their own (group commit).
+//   - Batch (groups and retry topics auto-created by heartbeats and pulls):
+//     the call returns at once. The table is rewritten PersistBatchInterval
+//     after the first unwritten change, or by the call that brings the
+//     unwritten changes to PersistBatchSize, whichever comes first: one
+//     heartbeat naming thousands of new groups costs a few rewrites, not
+//     two per group. A failed batch rewrite is logged and retried one
+//     interval later. A crash loses the batch not yet written; the next
+//     heartbeat creates those groups again.
+//
+// A message stored in a topic that exists only in memory would survive a
+// crash that the topic does not, so the send paths call
+// TopicTable.WaitDurable before answering: it returns at once for a topic
+// already written, else after the rewrite it triggers or joins. Close
+// writes what is pending. SubscriptionGroupTable.FindOrCreate refuses to
+// auto-create beyond AutoCreateSubscriptionGroupLimit groups (ErrGroupLimit).
+//
+// Offset tables change far more often and are persisted when the caller
+// ticks Persist (Java does it every 5 s and on shutdown); Persist writes
+// only if the table changed since the last write.
 //
 // All file access goes through FS (the repository's commitlog/vfs seam), so
 // tests can inject write, sync and rename failures (vfs.NewErrorFS) and

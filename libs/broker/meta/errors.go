@@ -1,6 +1,9 @@
 package meta
 
-import "errors"
+import (
+	"errors"
+	"fmt"
+)
 
 var (
 	// ErrInvalidConfig is returned by Config.Validate; the message names the field.
@@ -21,6 +24,10 @@ var (
 	// ErrGroupNotExist is returned by FindOrCreate when the group is unknown and
 	// auto-create is disabled.
 	ErrGroupNotExist = errors.New("meta: subscription group does not exist")
+	// ErrGroupLimit is returned by FindOrCreate when the group is unknown and
+	// the table already holds AutoCreateSubscriptionGroupLimit groups; it
+	// wraps ErrGroupNotExist.
+	ErrGroupLimit = fmt.Errorf("%w: auto-create limit reached", ErrGroupNotExist)
 	// ErrInvalidSnapshot is returned when a snapshot or file body cannot be
 	// decoded or fails validation.
 	ErrInvalidSnapshot = errors.New("meta: invalid snapshot")

@@ -156,10 +156,12 @@ func (gt *SubscriptionGroupTable) Get(group string) (SubscriptionGroupConfig, bo
 }
 
 // FindOrCreate returns the group's config, creating it with the defaults
-// when it is unknown and AutoCreateSubscriptionGroup is on (created true);
-// ErrGroupNotExist otherwise. Any other error is a persist failure after
-// the group was created.
-func (gt *SubscriptionGroupTable) FindOrCreate(group string) (SubscriptionGroupConfig, bool, error) {
+// when it is unknown and AutoCreateSubscriptionGroup is on (created true),
+// durable as d says. It returns ErrGroupNotExist when auto-create is off and
+// ErrGroupLimit (wrapping ErrGroupNotExist) when the table already holds
+// AutoCreateSubscriptionGroupLimit groups. Any other error is a persist
+// failure after the group was created.
+func (gt *SubscriptionGroupTable) FindOrCreate(group string, d Durability) (SubscriptionGroupConfig, bool, error) {
 	if err := validateGroupName(group); err != nil {
 		return SubscriptionGroupConfig{}, false, err
 	}
@@ -172,11 +174,16 @@ func (gt *SubscriptionGroupTable) FindOrCreate(group string) (SubscriptionGroupC
 		gt.t.mu.Unlock()
 		return SubscriptionGroupConfig{}, false, fmt.Errorf("%w: %q", ErrGroupNotExist, group)
 	}
+	if lim := gt.t.cfg.AutoCreateSubscriptionGroupLimit; lim > 0 && len(gt.t.items) >= lim {
+		gt.t.mu.Unlock()
+		return SubscriptionGroupConfig{}, false, fmt.Errorf("%w: %q: the table holds %d groups (autoCreateSubscriptionGroupLimit)", ErrGroupLimit, group, lim)
+	}
 	c := NewSubscriptionGroupConfig(group)
 	gt.t.putLocked(group, c)
+	seq := gt.t.seq
 	gt.t.mu.Unlock()
 	gt.t.cfg.Logger.WithField("group", group).Info("subscription group auto-created")
-	return c, true, gt.t.save()
+	return c, true, gt.t.commit(seq, d)
 }
 
 // Put stores c and persists; an identical config returns (false, nil).
@@ -209,8 +216,21 @@ func (gt *SubscriptionGroupTable) Snapshot() []byte {
 	return b
 }
 
-// Persist writes the table now (normally done on every change).
+// Persist writes the table now.
 func (gt *SubscriptionGroupTable) Persist() error { return gt.t.save() }
+
+// Flush writes the changes made with Batch that are not written yet.
+func (gt *SubscriptionGroupTable) Flush() error { return gt.t.flush(false) }
+
+// Close writes pending changes and stops the batch timer; later Batch
+// changes are written only by Flush, Persist or a Wait change.
+func (gt *SubscriptionGroupTable) Close() error { return gt.t.flush(true) }
+
+// Writes is the number of successful table rewrites since the table was opened.
+func (gt *SubscriptionGroupTable) Writes() uint64 { return gt.t.writes.Load() }
+
+// Pending is the number of changes not yet in the table file.
+func (gt *SubscriptionGroupTable) Pending() int { return int(gt.t.pending()) }
 
 // ApplySnapshot replaces the whole table with a master's snapshot and adopts
 // its version; groups missing from it are deleted. It reports whether the

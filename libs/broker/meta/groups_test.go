@@ -32,14 +32,14 @@ func TestSubscriptionGroups(t *testing.T) {
 	require.Equal(t, `{"dataVersion":{"counter":2,"stateVersion":0,"timestamp":1690000000000},"subscriptionGroupTable":{"cg":{"brokerId":0,"consumeBroadcastEnable":true,"consumeEnable":true,"consumeFromMinEnable":true,"groupName":"cg","notifyConsumerIdsChangedEnable":true,"retryMaxTimes":16,"retryQueueNums":1,"whichBrokerWhenConsumeSlowly":1},"slow":{"brokerId":0,"consumeBroadcastEnable":true,"consumeEnable":false,"consumeFromMinEnable":true,"groupName":"slow","notifyConsumerIdsChangedEnable":true,"retryMaxTimes":3,"retryQueueNums":1,"whichBrokerWhenConsumeSlowly":1}}}`, string(gt.Snapshot()))
 
 	// Auto-create.
-	g, created, err := gt.FindOrCreate("new")
+	g, created, err := gt.FindOrCreate("new", Wait)
 	require.NoError(t, err)
 	require.True(t, created)
 	require.Equal(t, NewSubscriptionGroupConfig("new"), g)
-	_, created, err = gt.FindOrCreate("new")
+	_, created, err = gt.FindOrCreate("new", Wait)
 	require.NoError(t, err)
 	require.False(t, created)
-	_, _, err = gt.FindOrCreate("bad name")
+	_, _, err = gt.FindOrCreate("bad name", Wait)
 	require.ErrorIs(t, err, ErrInvalidGroup)
 
 	// Apply deletes what the snapshot lacks, and is persisted.
@@ -55,7 +55,7 @@ func TestSubscriptionGroups(t *testing.T) {
 	cfg.AutoCreateSubscriptionGroup = false
 	noAuto, err := NewSubscriptionGroupTable(cfg)
 	require.NoError(t, err)
-	_, _, err = noAuto.FindOrCreate("unknown")
+	_, _, err = noAuto.FindOrCreate("unknown", Wait)
 	require.ErrorIs(t, err, ErrGroupNotExist)
 }
 

@@ -31,6 +31,13 @@ func Open(cfg Config) (*Tables, error) {
 	return &t, nil
 }
 
+// Close writes the pending changes of the topic and group tables and stops
+// their batch timers, then persists both offset tables; it returns every
+// error. The tables stay readable.
+func (t *Tables) Close() error {
+	return errors.Join(t.Topics.Close(), t.Groups.Close(), t.PersistOffsets())
+}
+
 // PersistOffsets persists both offset tables (the periodic tick and the
 // shutdown flush); it returns every error.
 func (t *Tables) PersistOffsets() error {

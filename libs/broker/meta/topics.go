@@ -125,8 +125,12 @@ func (tt *TopicTable) Put(tc TopicConfig) (bool, error) {
 }
 
 // PutIfAbsent stores tc unless the topic exists; it returns the config in
-// the table and whether it was created.
+// the table and whether it was created, once the new topic is in the file.
 func (tt *TopicTable) PutIfAbsent(tc TopicConfig) (TopicConfig, bool, error) {
+	return tt.putIfAbsent(tc, Wait)
+}
+
+func (tt *TopicTable) putIfAbsent(tc TopicConfig, d Durability) (TopicConfig, bool, error) {
 	if err := checkTopicConfig(&tc); err != nil {
 		return TopicConfig{}, false, err
 	}
@@ -136,8 +140,9 @@ func (tt *TopicTable) PutIfAbsent(tc TopicConfig) (TopicConfig, bool, error) {
 		return old.Clone(), false, nil
 	}
 	tt.t.putLocked(tc.TopicName, tc)
+	seq := tt.t.seq
 	tt.t.mu.Unlock()
-	return tc.Clone(), true, tt.t.save()
+	return tc.Clone(), true, tt.t.commit(seq, d)
 }
 
 func checkTopicConfig(tc *TopicConfig) error {
@@ -186,7 +191,7 @@ func (tt *TopicTable) Wrapper() route.TopicConfigSerializeWrapper {
 	return w
 }
 
-// Persist writes the table now (normally done on every change).
+// Persist writes the table now.
 func (tt *TopicTable) Persist() error { return tt.t.save() }
 
 // ApplySnapshot replaces the whole table with a master's snapshot (as
@@ -235,23 +240,45 @@ func (tt *TopicTable) CreateTopicInSendMessage(topic, defaultTopic string, queue
 	tc.Perm = perm &^ route.PermInherit
 	tc.TopicFilterType = def.TopicFilterType
 	tt.t.putLocked(topic, tc)
+	seq := tt.t.seq
 	tt.t.mu.Unlock()
 	tt.t.cfg.Logger.WithField("topic", topic).WithField("defaultTopic", defaultTopic).
 		WithField("queues", n).Info("topic auto-created on send")
-	return tc.Clone(), true, tt.t.save()
+	return tc.Clone(), true, tt.t.commit(seq, Wait)
 }
 
 // CreateRetryTopic returns the retry topic %RETRY%<group>, creating it with
-// queues read/write queues and perm read|write when missing.
-func (tt *TopicTable) CreateRetryTopic(group string, queues int32) (TopicConfig, bool, error) {
+// queues read/write queues and perm read|write when missing, durable as d
+// says. An existing topic is returned as it is (not waited for: callers that
+// store a message in it use WaitDurable).
+func (tt *TopicTable) CreateRetryTopic(group string, queues int32, d Durability) (TopicConfig, bool, error) {
 	if err := validateGroupName(group); err != nil {
 		return TopicConfig{}, false, err
 	}
 	tc := route.NewTopicConfig(RetryTopic(group))
 	tc.ReadQueueNums, tc.WriteQueueNums = queues, queues
 	tc.Perm = route.PermRead | route.PermWrite
-	return tt.PutIfAbsent(tc)
+	return tt.putIfAbsent(tc, d)
 }
+
+// WaitDurable returns once the latest change of topic is in the table file:
+// at once when it is (or the topic is unknown), else after the rewrite it
+// triggers or joins. A send into a topic a heartbeat created with Batch calls
+// it before its answer, so an acknowledged message never names a topic the
+// file lacks.
+func (tt *TopicTable) WaitDurable(topic string) error { return tt.t.waitDurable(topic) }
+
+// Flush writes the changes made with Batch that are not written yet.
+func (tt *TopicTable) Flush() error { return tt.t.flush(false) }
+
+// Close writes pending changes and stops the batch timer.
+func (tt *TopicTable) Close() error { return tt.t.flush(true) }
+
+// Writes is the number of successful table rewrites since the table was opened.
+func (tt *TopicTable) Writes() uint64 { return tt.t.writes.Load() }
+
+// Pending is the number of changes not yet in the table file.
+func (tt *TopicTable) Pending() int { return int(tt.t.pending()) }
 
 // CreateDLQTopic returns the dead-letter topic %DLQ%<group>, creating it
 // with one queue and perm read|write when missing.

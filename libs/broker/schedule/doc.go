@@ -32,7 +32,13 @@
 //
 // Entries that cannot be delivered at all are logged and passed over: a
 // record without a valid REAL_TOPIC/REAL_QID, entries removed by retention
-// and units the store reports as invalid. A consume queue that cannot be read
+// and units the store reports as invalid. A record whose REAL_TOPIC is
+// missing, empty or SCHEDULE_TOPIC_XXXX itself is delivered nowhere and
+// counted (LevelStats.Refused): delivered into its own topic it would be
+// read and delivered again forever. Brokers refuse client sends into the
+// schedule topic, but a store written before that check may hold such a
+// loop; it stops at the first restart on this version. ToSchedule refuses a
+// message already bound for the schedule topic (ErrNoRealTopic). A consume queue that cannot be read
 // at all (I/O error) is retried every MaxRetryBackoff instead: skipping would
 // lose a whole queue file.
 //

@@ -40,7 +40,8 @@ func DelayLevel(props map[string]string) int {
 //
 // Transactional prepared and rollback messages are left unchanged (RocketMQ
 // delays only normal and committed messages); callers can tell by m.Topic.
-// A level below 1 returns ErrInvalidLevel and leaves m unchanged.
+// A level below 1 returns ErrInvalidLevel, a message for SCHEDULE_TOPIC_XXXX
+// itself ErrNoRealTopic; both leave m unchanged.
 func (l Levels) ToSchedule(m *commitlog.Message, level int) error {
 	if level < 1 {
 		return fmt.Errorf("%w: %d", ErrInvalidLevel, level)
@@ -50,6 +51,9 @@ func (l Levels) ToSchedule(m *commitlog.Message, level int) error {
 	}
 	if tx := m.SysFlag & commitlog.SysFlagTxMask; tx == commitlog.SysFlagTxPrepared || tx == commitlog.SysFlagTxRollback {
 		return nil
+	}
+	if m.Topic == Topic || m.Topic == "" {
+		return fmt.Errorf("%w: a message for %q cannot be delayed", ErrNoRealTopic, m.Topic)
 	}
 	level = l.Clamp(level)
 	props := commitlog.ParseProperties(m.Properties)
@@ -68,7 +72,9 @@ func (l Levels) ToSchedule(m *commitlog.Message, level int) error {
 // replication), every other property kept, REAL_TOPIC and REAL_QID included
 // (RocketMQ keeps them on the delivered message). Flag, body, sysflag, born
 // timestamp and host and reconsume times are copied; the store timestamp is
-// not (the append sets a new one). Body aliases rec.Body.
+// not (the append sets a new one). Body aliases rec.Body. A record whose
+// REAL_TOPIC is missing, empty or SCHEDULE_TOPIC_XXXX itself is
+// ErrNoRealTopic: it is delivered nowhere.
 func Restore(rec *commitlog.Record) (*commitlog.Message, error) { return restore(rec, 0) }
 
 // restore is Restore; with level > 0 the copy carries PropertyDelaySource (level, the
@@ -79,6 +85,11 @@ func restore(rec *commitlog.Record, level int) (*commitlog.Message, error) {
 	}
 	props := commitlog.ParseProperties(rec.Properties)
 	topic := props[PropertyRealTopic]
+	if topic == "" || topic == Topic {
+		// Delivered into its own topic the copy would be read and delivered again, forever
+		// (what one client send into SCHEDULE_TOPIC_XXXX with DELAY set used to start).
+		return nil, fmt.Errorf("%w: %w: REAL_TOPIC %q", ErrNotScheduled, ErrNoRealTopic, topic)
+	}
 	if err := commitlog.ValidateTopic(topic); err != nil {
 		return nil, fmt.Errorf("%w: REAL_TOPIC %q: %w", ErrNotScheduled, topic, err)
 	}

@@ -1,6 +1,7 @@
 package schedule
 
 import (
+	"errors"
 	"math"
 	"sync"
 	"sync/atomic"
@@ -59,6 +60,7 @@ type levelStats struct {
 	delivered atomic.Int64
 	retries   atomic.Int64
 	skipped   atomic.Int64
+	refused   atomic.Int64
 	nextDue   atomic.Int64
 }
 
@@ -70,6 +72,7 @@ type LevelStats struct {
 	Delivered int64 // messages delivered since New
 	Retries   int64 // failed Put attempts since New
 	Skipped   int64 // unreadable or unrestorable entries passed over since New
+	Refused   int64 // entries without a real topic (none, or SCHEDULE_TOPIC_XXXX) delivered nowhere since New; counted in Skipped too
 	NextDue   int64 // ms delivery time of the head being waited for, 0 when idle
 }
 
@@ -195,7 +198,7 @@ func (s *Service) Stats() []LevelStats {
 		out[i] = LevelStats{
 			Level: i + 1, Delay: s.cfg.Levels[i],
 			Offset: st.offset.Load(), Delivered: st.delivered.Load(),
-			Retries: st.retries.Load(), Skipped: st.skipped.Load(), NextDue: st.nextDue.Load(),
+			Retries: st.retries.Load(), Skipped: st.skipped.Load(), Refused: st.refused.Load(), NextDue: st.nextDue.Load(),
 		}
 	}
 	return out
@@ -434,7 +437,15 @@ func (s *Service) runLevel(level int, off int64, stop <-chan struct{}) {
 				return
 			}
 			msg, err := restore(rec, level)
-			if err != nil {
+			if errors.Is(err, ErrNoRealTopic) {
+				// Never delivered, never scheduled again: a loop stops here, records already
+				// on disk from before this check included.
+				st.skipped.Add(1)
+				if n := st.refused.Add(1); n&(n-1) == 0 { // logged the 1st, 2nd, 4th, 8th, ... time
+					log.WithError(err).WithFields(logrus.Fields{"offset": rec.QueueOffset, "refused": n}).
+						Error("scheduled record has no real topic to deliver to (none, or the schedule topic itself); dropped")
+				}
+			} else if err != nil {
 				log.WithError(err).WithField("offset", rec.QueueOffset).Error("scheduled message cannot be restored; skipped")
 				st.skipped.Add(1)
 			} else {

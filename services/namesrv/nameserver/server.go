@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math"
 	"net"
 	"net/http"
 	"strconv"
@@ -319,7 +320,7 @@ func (s *Server) authenticate(req *remoting.Command, peer, cluster, name, addr s
 
 func (s *Server) registerBroker(w remoting.ResponseWriter, req *remoting.Command) {
 	const request = "register"
-	id, err := req.ExtInt64("brokerId")
+	id, err := req.ExtInt64In("brokerId", 0, math.MaxInt64)
 	if err != nil {
 		s.refuse(w, req, request, reasonInvalid, remoting.SystemError, fmt.Errorf("brokerId: %w", err))
 		return
@@ -344,12 +345,13 @@ func (s *Server) registerBroker(w remoting.ResponseWriter, req *remoting.Command
 		return
 	}
 	if crc := req.Ext("bodyCrc32"); crc != "" && crc != "0" {
-		n, err := strconv.ParseInt(crc, 10, 64)
+		// An Integer in Java's header: a value beyond 32 bits is refused, never wrapped.
+		n, err := req.ExtInt32("bodyCrc32")
 		if err != nil {
 			reply(w, req, remoting.SystemError, "bodyCrc32: "+err.Error(), nil)
 			return
 		}
-		if err := route.CheckBodyCRC32(req.Body, int32(n)); err != nil {
+		if err := route.CheckBodyCRC32(req.Body, n); err != nil {
 			reply(w, req, remoting.SystemError, "crc32 not match", nil)
 			return
 		}
@@ -362,8 +364,8 @@ func (s *Server) registerBroker(w remoting.ResponseWriter, req *remoting.Command
 		}
 	}
 	var epoch int64
-	if e := req.Ext("epoch"); e != "" {
-		if epoch, err = strconv.ParseInt(e, 10, 64); err != nil {
+	if req.Ext("epoch") != "" {
+		if epoch, err = req.ExtInt64In("epoch", 0, math.MaxInt64); err != nil {
 			reply(w, req, remoting.SystemError, "epoch: "+err.Error(), nil)
 			return
 		}
@@ -400,7 +402,7 @@ func (s *Server) checkIdentity(cluster, name, addr string) error {
 
 func (s *Server) unregisterBroker(w remoting.ResponseWriter, req *remoting.Command) {
 	const request = "unregister"
-	id, err := req.ExtInt64("brokerId")
+	id, err := req.ExtInt64In("brokerId", 0, math.MaxInt64)
 	if err != nil {
 		s.refuse(w, req, request, reasonInvalid, remoting.SystemError, fmt.Errorf("brokerId: %w", err))
 		return

@@ -252,3 +252,46 @@ func TestHTTPHealthStatusMetrics(t *testing.T) {
 		require.Contains(t, body, want)
 	}
 }
+
+// The name server's numeric header fields are parsed with their width in RocketMQ's headers
+// (brokerId Long, bodyCrc32 Integer) and range: beyond it SYSTEM_ERROR, nothing registered or
+// removed. bodyCrc32 = real CRC + 2^32 used to wrap onto the real CRC and pass.
+func TestNumericRegistrationFieldsRangeChecked(t *testing.T) {
+	s, c := start(t)
+	ctx := context.Background()
+	addr := s.Addr().String()
+	base := registerReq("DefaultCluster", "broker-n", 0, "127.0.0.1:10911", "NumTopic")
+	crc, err := strconv.ParseInt(base.Ext("bodyCrc32"), 10, 64)
+	require.NoError(t, err)
+	for _, tc := range []struct{ key, value string }{
+		{"brokerId", "-1"},
+		{"brokerId", "9223372036854775808"},
+		{"bodyCrc32", strconv.FormatInt(crc+1<<32, 10)},
+		{"bodyCrc32", "abc"},
+		{"epoch", "-1"},
+		{"epoch", "9223372036854775808"},
+	} {
+		req := registerReq("DefaultCluster", "broker-n", 0, "127.0.0.1:10911", "NumTopic")
+		req.ExtFields[tc.key] = tc.value
+		resp, err := c.Invoke(ctx, addr, req)
+		require.NoError(t, err)
+		require.Equal(t, remoting.SystemError, resp.Code, "%s=%s: %q", tc.key, tc.value, resp.Remark)
+		require.Contains(t, resp.Remark, tc.key)
+		resp, err = c.Invoke(ctx, addr, remoting.NewRequest(remoting.GetRouteInfoByTopic, map[string]string{"topic": "NumTopic"}, nil))
+		require.NoError(t, err)
+		require.Equal(t, remoting.TopicNotExist, resp.Code, "%s=%s registered", tc.key, tc.value)
+	}
+	resp, err := c.Invoke(ctx, addr, base)
+	require.NoError(t, err)
+	require.Equal(t, remoting.Success, resp.Code, resp.Remark)
+	for _, id := range []string{"-1", "9223372036854775808", "x"} {
+		resp, err := c.Invoke(ctx, addr, remoting.NewRequest(remoting.UnregisterBroker, map[string]string{
+			"clusterName": "DefaultCluster", "brokerName": "broker-n", "brokerAddr": "127.0.0.1:10911", "brokerId": id,
+		}, nil))
+		require.NoError(t, err)
+		require.Equal(t, remoting.SystemError, resp.Code, "brokerId=%s", id)
+	}
+	resp, err = c.Invoke(ctx, addr, remoting.NewRequest(remoting.GetRouteInfoByTopic, map[string]string{"topic": "NumTopic"}, nil))
+	require.NoError(t, err)
+	require.Equal(t, remoting.Success, resp.Code, "still routed")
+}
