@@ -271,9 +271,9 @@ func TestNumericRegistrationFieldsRangeChecked(t *testing.T) {
 		{"epoch", "-1"},
 		{"epoch", "9223372036854775808"},
 	} {
-		req := registerReq("DefaultCluster", "broker-n", 0, "127.0.0.1:10911", "NumTopic")
+		req := unsignedRegisterReq("DefaultCluster", "broker-n", 0, "127.0.0.1:10911", "NumTopic")
 		req.ExtFields[tc.key] = tc.value
-		resp, err := c.Invoke(ctx, addr, req)
+		resp, err := c.Invoke(ctx, addr, sign(req)) // a genuine broker's signature: only the range refuses it
 		require.NoError(t, err)
 		require.Equal(t, remoting.SystemError, resp.Code, "%s=%s: %q", tc.key, tc.value, resp.Remark)
 		require.Contains(t, resp.Remark, tc.key)
@@ -281,6 +281,7 @@ func TestNumericRegistrationFieldsRangeChecked(t *testing.T) {
 		require.NoError(t, err)
 		require.Equal(t, remoting.TopicNotExist, resp.Code, "%s=%s registered", tc.key, tc.value)
 	}
+	base = registerReq("DefaultCluster", "broker-n", 0, "127.0.0.1:10911", "NumTopic") // a time after the refused ones
 	resp, err := c.Invoke(ctx, addr, base)
 	require.NoError(t, err)
 	require.Equal(t, remoting.Success, resp.Code, resp.Remark)
