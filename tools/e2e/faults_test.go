@@ -222,7 +222,7 @@ func TestSyncMasterContract(t *testing.T) {
 	cancel()
 	hist.Add(msg, res, err)
 	require.NoError(t, g.Master.Resume())
-	require.Error(t, err, "send to a paused master answered %+v", res)
+	require.Error(t, err, "send to a paused master answered %+v after %v", res, elapsed)
 	require.Less(t, elapsed, 30*time.Second, "send to a paused master hung")
 	t.Logf("paused master: send failed after %v: %v", elapsed.Round(time.Millisecond), err)
 	g.WaitSlaveInSync(t)

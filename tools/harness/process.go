@@ -188,8 +188,41 @@ func (p *Process) Stop(timeout time.Duration) error {
 	}
 }
 
-// Pause freezes the process (SIGSTOP).
-func (p *Process) Pause() error { return p.signal(syscall.SIGSTOP) }
+// Pause freezes the process (SIGSTOP) and returns once the kernel reports every thread of
+// it stopped, so that what a test does next meets a frozen process.
+func (p *Process) Pause() error {
+	if err := p.signal(syscall.SIGSTOP); err != nil {
+		return err
+	}
+	p.mu.Lock()
+	cmd := p.cmd
+	p.mu.Unlock()
+	return WaitFor(10*time.Second, func() error { return stoppedState(cmd.Process.Pid) })
+}
+
+// stoppedState is nil when every thread of pid is in the stopped state ('T' in
+// /proc/<pid>/task/<tid>/stat).
+func stoppedState(pid int) error {
+	tasks, err := os.ReadDir(fmt.Sprintf("/proc/%d/task", pid))
+	if err != nil {
+		return err
+	}
+	for _, t := range tasks {
+		b, err := os.ReadFile(fmt.Sprintf("/proc/%d/task/%s/stat", pid, t.Name()))
+		if err != nil {
+			return err
+		}
+		// pid (comm) state ...: the state follows the last ')'.
+		i := bytes.LastIndexByte(b, ')')
+		if i < 0 || i+2 >= len(b) {
+			return fmt.Errorf("harness: unreadable stat of task %s", t.Name())
+		}
+		if st := b[i+2]; st != 'T' && st != 't' {
+			return fmt.Errorf("harness: task %s of %d in state %c, not stopped", t.Name(), pid, st)
+		}
+	}
+	return nil
+}
 
 // Resume continues a paused process (SIGCONT).
 func (p *Process) Resume() error { return p.signal(syscall.SIGCONT) }
