@@ -80,6 +80,8 @@ type Broker struct {
 	// client's (nil unless tls.enable).
 	tlsSrv *tlsconf.Server
 	tlsCli *tls.Config
+	// haTLSSrv and haTLSCli are the HA link's TLS configurations (haTlsEnable), nil without it.
+	haTLSSrv, haTLSCli *tls.Config
 
 	lateAnswers atomic.Int64 // answers written while stopping (flushed before connections close)
 	sendRejects atomic.Uint64
@@ -415,7 +417,21 @@ func (b *Broker) resolveTLS() error {
 	if b.tlsCli, err = tc.ClientTLS(); err != nil {
 		return fmt.Errorf("%w: %w", ErrInvalidConfig, err)
 	}
-	f := logrus.Fields{"tls.server.mode": tc.TLSServerMode, "tls.enable": tc.TLSEnable, "httpTlsEnable": b.cfg.HTTPTLSEnable}
+	if b.cfg.HATLSEnable {
+		srv := b.tlsSrv
+		if srv == nil {
+			if srv, err = tc.BuildServer(); err != nil {
+				return fmt.Errorf("%w: haTlsEnable: %w", ErrInvalidConfig, err)
+			}
+		}
+		b.haTLSSrv = srv.Config
+		cli := tc
+		cli.TLSEnable = true // the HA link's client side, whatever the remoting clients do
+		if b.haTLSCli, err = cli.ClientTLS(); err != nil {
+			return fmt.Errorf("%w: haTlsEnable: %w", ErrInvalidConfig, err)
+		}
+	}
+	f := logrus.Fields{"tls.server.mode": tc.TLSServerMode, "tls.enable": tc.TLSEnable, "httpTlsEnable": b.cfg.HTTPTLSEnable, "haTlsEnable": b.cfg.HATLSEnable}
 	if len(applied) > 0 {
 		f["tls.config.file"], f["fromFile"] = tc.TLSConfigFile, applied
 	}
@@ -426,6 +442,10 @@ func (b *Broker) resolveTLS() error {
 	b.log.WithFields(f).Info("remoting TLS")
 	if b.tlsSrv != nil && b.tlsSrv.SelfSigned {
 		b.log.Warn("TLS: serving a self-signed certificate generated at start (tls.test.mode.enable=true and no tls.server.certPath); clients that verify servers will refuse it")
+	}
+	if b.cfg.HATLSEnable && !tc.TLSClientAuthServer && b.cfg.BrokerRole == RoleSlave {
+		b.log.Warn("haTlsEnable: this slave does not verify its master's certificate (tls.client.authServer=false); " +
+			"the HA secret's proofs still authenticate the master, but an on-path relay is only stopped by verification")
 	}
 	if tc.TLSEnable && !tc.TLSClientAuthServer {
 		b.log.Warn("TLS: the name-server client does not verify server certificates (tls.client.authServer=false)")

@@ -118,6 +118,13 @@ type Config struct {
 	// segment or the slave's log ends before the master's oldest segment. Off, the slave
 	// refuses (and reports it) or stops. A warning at start and at every wipe. Default false.
 	HAAllowWipe bool `prop:"haAllowWipe"`
+	// HATLSEnable runs the HA link over TLS: the master's HA port serves the remoting port's
+	// server certificate and client-certificate policy (tls.server.*, a self-signed one in
+	// tls.test.mode.enable), and a slave dials with the client settings (tls.client.*: verify
+	// the master with tls.client.authServer, present tls.client.certPath). The secret's proofs
+	// run inside TLS; TLS keeps an on-path attacker from altering replicated records. Every
+	// node of a group must agree. Default false.
+	HATLSEnable bool `prop:"haTlsEnable"`
 	// RegisterNameServerPeriod is the registration period, clamped to [10s, 60s]. Default 30s.
 	RegisterNameServerPeriod time.Duration `prop:"registerNameServerPeriod,ms"`
 	// BrokerSuspendMaxTime caps how long a long-polling pull is held. Default 15s.

@@ -355,6 +355,7 @@ func (b *Broker) newHAMaster(cfg Config) (*hawire.Master, string, error) {
 	mc.ListenAddr = net.JoinHostPort(cfg.BindAddress, strconv.Itoa(cfg.EffectiveHAListenPort()))
 	mc.ClusterName, mc.BrokerName = cfg.BrokerClusterName, cfg.BrokerName
 	mc.Secret, mc.AllowUnauthenticated = b.haSecret, b.haSecret == ""
+	mc.TLS = b.haTLSSrv
 	mc.TransferBatchSize = cfg.HATransferBatchSize
 	mc.HousekeepingInterval = cfg.HAHousekeepingInterval
 	mc.HeartbeatInterval = cfg.HASendHeartbeatInterval
@@ -380,6 +381,7 @@ func (b *Broker) newHASlave(cfg Config, disc *regDiscovery) (*hawire.Slave, erro
 	sc := hawire.DefaultSlaveConfig()
 	sc.ClusterName, sc.BrokerName, sc.BrokerID = cfg.BrokerClusterName, cfg.BrokerName, cfg.BrokerID
 	sc.Secret, sc.AllowUnauthenticated = b.haSecret, b.haSecret == ""
+	sc.TLS = b.haTLSCli
 	if cfg.HAAllowWipe {
 		sc.AllowWipe, sc.OnTooOld = true, hawire.OnTooOldWipe
 	}

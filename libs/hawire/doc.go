@@ -153,8 +153,8 @@
 // master's address but cannot alter an established TCP stream can neither
 // pose as a slave nor as a master. An attacker on the path who can rewrite
 // TCP segments can alter or inject records after the handshake; the answer
-// to that threat is TLS on the HA link (MasterConfig.TLS, SlaveConfig.TLS),
-// under which the proofs still run. Such an attacker still cannot make a
+// to that threat is TLS on the HA link (MasterConfig.TLS, SlaveConfig.TLS; the
+// broker's haTlsEnable), under which the proofs still run. Such an attacker still cannot make a
 // slave truncate, wipe or stop: those need a proven Error frame, and the
 // master proves its refusals with the connection's nonces.
 //
