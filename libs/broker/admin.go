@@ -188,6 +188,9 @@ func (b *Broker) handleRuntimeInfo(w remoting.ResponseWriter, req *remoting.Comm
 	}
 	if h := b.statusAddr(); h != "" {
 		t["httpAddr"] = h
+		if b.cfg.HTTPTLSEnable {
+			t["httpTls"] = "true"
+		}
 	}
 	if st.Failover != nil {
 		if js, err := json.Marshal(st.Failover); err == nil {

@@ -88,6 +88,9 @@ func (b *Broker) registerRequest() *remoting.Command {
 	// (a paused process still completes TCP handshakes, but answers no HTTP).
 	if h := b.statusAddr(); h != "" {
 		ext["httpAddr"] = h
+		if b.cfg.HTTPTLSEnable {
+			ext["httpTls"] = "true" // health checks and tools use https
+		}
 	}
 	return b.nsRequest(remoting.RegisterBroker, ext, body)
 }

@@ -28,6 +28,7 @@ const (
 	MetaAddr       = "addr"
 	MetaHAAddr     = "haAddr"
 	MetaHTTPAddr   = "httpAddr"
+	MetaHTTPTLS    = "httpTls"
 )
 
 // Broker is one broker as the registry holds it.
@@ -39,6 +40,7 @@ type Broker struct {
 	Addr       string `json:"addr"`
 	HAAddr     string `json:"haAddr"`
 	HTTPAddr   string `json:"httpAddr,omitempty"` // status HTTP address, when the broker serves one
+	HTTPTLS    bool   `json:"httpTls,omitempty"`  // the status port serves HTTPS
 	Node       string `json:"node,omitempty"`     // Consul node holding the instance
 }
 
@@ -85,6 +87,7 @@ func Registration(b Broker, ttl, tcpInterval, deregisterAfter time.Duration) *co
 		Meta: map[string]string{
 			MetaCluster: b.Cluster, MetaBrokerName: b.BrokerName, MetaBrokerID: strconv.FormatInt(b.BrokerID, 10),
 			MetaEpoch: strconv.FormatInt(b.Epoch, 10), MetaAddr: b.Addr, MetaHAAddr: b.HAAddr, MetaHTTPAddr: b.HTTPAddr,
+			MetaHTTPTLS: strconv.FormatBool(b.HTTPTLS),
 		},
 		Checks: consul.AgentServiceChecks{{
 			CheckID:                        id + "/ttl",
@@ -118,6 +121,11 @@ func Registration(b Broker, ttl, tcpInterval, deregisterAfter time.Duration) *co
 			// dial would still succeed through the kernel's accept queue.
 			check.CheckID, check.Name, check.TCP = id+"/http", "broker answers on its status port", ""
 			check.HTTP = "http://" + b.HTTPAddr + "/status"
+			if b.HTTPTLS {
+				// The status port's certificate may be the test-mode self-signed one; the
+				// check asks whether the process answers, not who it is.
+				check.HTTP, check.TLSSkipVerify = "https://"+b.HTTPAddr+"/status", true
+			}
 		}
 		reg.Checks = append(reg.Checks, check)
 	}
@@ -136,7 +144,7 @@ func FromService(s *consul.AgentService, node string) (Broker, bool) {
 		return Broker{}, false
 	}
 	return Broker{Cluster: m[MetaCluster], BrokerName: m[MetaBrokerName], BrokerID: id, Epoch: epoch,
-		Addr: m[MetaAddr], HAAddr: m[MetaHAAddr], HTTPAddr: m[MetaHTTPAddr], Node: node}, true
+		Addr: m[MetaAddr], HAAddr: m[MetaHAAddr], HTTPAddr: m[MetaHTTPAddr], HTTPTLS: m[MetaHTTPTLS] == "true", Node: node}, true
 }
 
 // Healthy lists the brokers whose checks all pass, deduplicated per

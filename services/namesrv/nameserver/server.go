@@ -372,7 +372,7 @@ func (s *Server) registerBroker(w remoting.ResponseWriter, req *remoting.Command
 	}
 	r := registry.Registration{
 		Cluster: cluster, BrokerName: name, BrokerID: id,
-		Addr: addr, HAAddr: req.Ext("haServerAddr"), HTTPAddr: req.Ext("httpAddr"), Epoch: epoch,
+		Addr: addr, HAAddr: req.Ext("haServerAddr"), HTTPAddr: req.Ext("httpAddr"), HTTPTLS: req.Ext("httpTls") == "true", Epoch: epoch,
 		Topics: body.TopicConfigSerializeWrapper, ConnID: w.Conn().ID(), Authenticated: authenticated,
 	}
 	res, err := s.reg.Register(r, s.cfg.Now())

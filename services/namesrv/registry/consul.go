@@ -364,7 +364,7 @@ func (c *Consul) leaderFor(r Registration) (failover.Leader, bool) {
 }
 
 func fingerprint(r Registration) string {
-	return fmt.Sprintf("%s|%s|%d|%s|%s|%s|%d", r.Cluster, r.BrokerName, r.BrokerID, r.Addr, r.HAAddr, r.HTTPAddr, r.Epoch)
+	return fmt.Sprintf("%s|%s|%d|%s|%s|%s|%t|%d", r.Cluster, r.BrokerName, r.BrokerID, r.Addr, r.HAAddr, r.HTTPAddr, r.HTTPTLS, r.Epoch)
 }
 
 func (c *Consul) conflict(s string) {
@@ -472,7 +472,7 @@ func (c *Consul) write(r Registration) error {
 		}
 	}
 	if !same {
-		b := discovery.Broker{Cluster: r.Cluster, BrokerName: r.BrokerName, BrokerID: r.BrokerID, Epoch: r.Epoch, Addr: r.Addr, HAAddr: r.HAAddr, HTTPAddr: r.HTTPAddr}
+		b := discovery.Broker{Cluster: r.Cluster, BrokerName: r.BrokerName, BrokerID: r.BrokerID, Epoch: r.Epoch, Addr: r.Addr, HAAddr: r.HAAddr, HTTPAddr: r.HTTPAddr, HTTPTLS: r.HTTPTLS}
 		if err := agent.ServiceRegister(discovery.Registration(b, c.cfg.TTL, c.cfg.TCPInterval, c.cfg.DeregisterAfter)); err != nil {
 			return err
 		}

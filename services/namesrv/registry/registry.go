@@ -76,6 +76,7 @@ type Registration struct {
 	Addr       string // brokerIP1:listenPort, for clients
 	HAAddr     string // brokerIP2:haListenPort, for slaves
 	HTTPAddr   string // status HTTP address (health checks); "" when none
+	HTTPTLS    bool   // the status port serves HTTPS (httpTlsEnable)
 	Epoch      int64  // master epoch (0 when the broker does not send one; counts only when Authenticated)
 	Topics     route.TopicConfigSerializeWrapper
 	ConnID     uint64 // the remoting connection it came on; 0 if none

@@ -73,7 +73,7 @@ func NewAdmin(cfg Config) (*Admin, error) {
 	cc.DialTimeout, cc.RequestTimeout, cc.Logger = cfg.Timeout, cfg.Timeout, cfg.Logger
 	cc.TLS = cfg.TLS
 	cc.Signer = acl.CredentialsSigner(cfg.Credentials)
-	return &Admin{cfg: cfg, cli: remoting.NewClient(cc), http: &http.Client{Timeout: cfg.Timeout}}, nil
+	return &Admin{cfg: cfg, cli: remoting.NewClient(cc), http: statusClient(cfg.Timeout)}, nil
 }
 
 // Close closes every connection.
@@ -213,9 +213,23 @@ func (a *Admin) ConsumerOffset(ctx context.Context, addr, group, topic string, q
 	return off, err == nil, err
 }
 
-// HTTPStatus reads a broker's /status JSON from its HTTP endpoint.
+// statusClient reads status pages: plain HTTP, or HTTPS for brokers with httpTlsEnable, whose
+// certificate is not checked (the page is read-only and may carry the test-mode self-signed
+// certificate; what haStatus shows from it is cross-checked against the remoting answers).
+func statusClient(timeout time.Duration) *http.Client {
+	tr := http.DefaultTransport.(*http.Transport).Clone()
+	tr.TLSClientConfig = &tls.Config{InsecureSkipVerify: true, MinVersion: tls.VersionTLS12}
+	return &http.Client{Timeout: timeout, Transport: tr}
+}
+
+// HTTPStatus reads a broker's /status JSON from its HTTP endpoint ("host:port", or
+// "https://host:port" for a status port that serves HTTPS).
 func (a *Admin) HTTPStatus(ctx context.Context, hostport string) (*BrokerHTTPStatus, error) {
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+hostport+"/status", nil)
+	url := "http://" + hostport + "/status"
+	if strings.HasPrefix(hostport, "https://") {
+		url = hostport + "/status"
+	}
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
 	if err != nil {
 		return nil, fmt.Errorf("%w: http address %q: %w", ErrUsage, hostport, err)
 	}

@@ -255,6 +255,9 @@ func collectHA(ctx context.Context, a *Admin, cluster string, httpAddrs []string
 				n.Role = kv["brokerRole"]
 				n.MinOffset, n.MaxOffset = atoi64(kv["commitLogMinOffset"]), atoi64(kv["commitLogMaxOffset"])
 				if hp := kv["httpAddr"]; hp != "" && statusOf[b.Addr] == nil {
+					if kv["httpTls"] == "true" {
+						hp = "https://" + hp
+					}
 					fetchHTTP(hp)
 				}
 			}
