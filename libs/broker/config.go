@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"net"
 	"net/netip"
-	"os"
 	"strconv"
 	"strings"
 	"time"
@@ -12,7 +11,6 @@ import (
 	"github.com/rmqha/rmqha/libs/acl"
 	"github.com/rmqha/rmqha/libs/broker/schedule"
 	"github.com/rmqha/rmqha/libs/commitlog/vfs"
-	"github.com/rmqha/rmqha/libs/hawire"
 	"github.com/rmqha/rmqha/libs/remoting"
 	"github.com/rmqha/rmqha/libs/tlsconf"
 )
@@ -468,7 +466,7 @@ func (c Config) Validate() error {
 }
 
 // MinHASecretLen is the shortest HA secret accepted, in bytes.
-const MinHASecretLen = hawire.MinSecretLen
+const MinHASecretLen = acl.MinSecretLen
 
 // validateHASecret requires an HA secret (haSecret or haSecretFile) unless
 // haAllowUnauthenticated is set; the file itself is read by HASecretValue.
@@ -522,18 +520,11 @@ func (c Config) registrationSecret() (string, error) {
 
 // HASecretValue is the HA secret in effect: haSecret, or the trimmed content of haSecretFile
 // (an error when it cannot be read or is shorter than MinHASecretLen); "" only with
-// haAllowUnauthenticated and neither key set.
+// haAllowUnauthenticated and neither key set. Secrets load like the registration secret.
 func (c Config) HASecretValue() (string, error) {
-	if c.HASecretFile == "" {
-		return c.HASecret, nil
-	}
-	b, err := os.ReadFile(c.HASecretFile)
+	s, err := acl.LoadSecret(c.HASecret, c.HASecretFile, "haSecret", "haSecretFile")
 	if err != nil {
-		return "", fmt.Errorf("%w: haSecretFile: %v", ErrInvalidConfig, err)
-	}
-	s := strings.TrimSpace(string(b))
-	if len(s) < MinHASecretLen {
-		return "", fmt.Errorf("%w: haSecretFile: %s holds %d bytes, at least %d are needed so that the secret cannot be guessed", ErrInvalidConfig, c.HASecretFile, len(s), MinHASecretLen)
+		return "", fmt.Errorf("%w: %w", ErrInvalidConfig, err)
 	}
 	return s, nil
 }

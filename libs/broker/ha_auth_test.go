@@ -55,7 +55,7 @@ func TestHASecretFile(t *testing.T) {
 
 	require.NoError(t, os.WriteFile(path, []byte("  tooshort \n"), 0o600))
 	_, err = New(cfg, testLogger())
-	require.ErrorContains(t, err, "holds 8 bytes, at least 16")
+	require.ErrorContains(t, err, "holds 8 bytes, need at least 16")
 
 	require.NoError(t, os.Chmod(path, 0o000))
 	if os.Geteuid() != 0 { // root reads it anyway
