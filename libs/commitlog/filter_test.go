@@ -142,8 +142,9 @@ func TestGetFilteredKeepsOnlyWhatItReturns(t *testing.T) {
 	s := filterStore(t, 64)
 	g := s.GetFiltered("T", 0, 0, 32, 1<<20, Filter{Properties: func(p []byte) bool { return propA(p)%8 == 0 }})
 	require.Len(t, g.Records, 8)
-	for _, r := range g.Records {
+	for i, r := range g.Records {
 		require.Equal(t, len(r), cap(r), "a returned record must not pin its whole read buffer")
+		require.Equal(t, bodyN(8*i), bodyOf(t, r))
 	}
 	// All accepted: the records share their read buffer (no copy).
 	g = s.GetFiltered("T", 0, 0, 4, 1<<20, Filter{Properties: func([]byte) bool { return true }})

@@ -136,7 +136,7 @@ func (s *Store) GetFiltered(topic string, queueID int32, offset int64, maxMsgs i
 	if n < most {
 		most = n
 	}
-	g := getter{s: s, topic: topic, queueID: queueID, props: f.Properties, most: most}
+	g := getter{s: s, topic: topic, queueID: queueID, most: most}
 	g.picks = make([]pick, 0, g.most)
 	clMin := s.minOffset.Load()
 	nextPhysFileStart := int64(-1)
@@ -173,7 +173,7 @@ func (s *Store) GetFiltered(topic string, queueID int32, offset int64, maxMsgs i
 			pending += int(u.size)
 			nextPhysFileStart = -1
 		}
-		rejected := g.read(&res)
+		rejected := g.read(&res, f.Properties)
 		if full && (f.Properties == nil || rejected == 0) {
 			break // the limits are reached by what is returned
 		}
@@ -194,16 +194,15 @@ type getter struct {
 	s       *Store
 	topic   string
 	queueID int32
-	props   func([]byte) bool
 	most    int // capacity of the result's record list
 	picks   []pick
 	total   int // bytes of res.Records
 }
 
 // read reads the current picks (contiguous runs with one pread each), validates each record,
-// applies the properties filter and appends what passes to the result. It returns how many
+// applies the properties filter props (nil: none) and appends what passes to res. It returns how many
 // picks were not returned (rejected by the filter, invalid, or unreadable).
-func (g *getter) read(res *GetResult) (notReturned int) {
+func (g *getter) read(res *GetResult, props func([]byte) bool) (notReturned int) {
 	s, picks := g.s, g.picks
 	for a := 0; a < len(picks); {
 		b := a + 1
@@ -221,7 +220,7 @@ func (g *getter) read(res *GetResult) (notReturned int) {
 			a = b
 			continue
 		}
-		first, dropped := len(res.Records), 0
+		first, dropped, kept := len(res.Records), 0, 0
 		for k := a; k < b; k++ {
 			rec := buf[picks[k].phys-picks[a].phys:][:picks[k].size]
 			m, _, err := s.checkRecord(rec, picks[k].phys)
@@ -233,7 +232,7 @@ func (g *getter) read(res *GetResult) (notReturned int) {
 				dropped++
 				continue
 			}
-			if g.props != nil && !g.props(m.props) {
+			if props != nil && !props(m.props) {
 				dropped++
 				continue
 			}
@@ -242,14 +241,17 @@ func (g *getter) read(res *GetResult) (notReturned int) {
 			}
 			res.Records = append(res.Records, rec)
 			g.total += len(rec)
+			kept += len(rec)
 			res.Status = Found
 		}
-		if dropped > 0 && g.props != nil {
-			// Do not keep a whole run alive for the few records it returns.
+		if dropped > 0 && kept > 0 && props != nil {
+			// Do not keep a whole run alive for the records it returns: move them to a
+			// buffer of their own size.
+			c := make([]byte, 0, kept)
 			for k := first; k < len(res.Records); k++ {
-				c := make([]byte, len(res.Records[k]))
-				copy(c, res.Records[k])
-				res.Records[k] = c
+				at := len(c)
+				c = append(c, res.Records[k]...)
+				res.Records[k] = c[at:len(c):len(c)]
 			}
 		}
 		notReturned += dropped
