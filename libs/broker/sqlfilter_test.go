@@ -9,7 +9,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/rmqha/rmqha/libs/broker/clients"
 	"github.com/rmqha/rmqha/libs/commitlog"
+	"github.com/rmqha/rmqha/libs/filter"
 	"github.com/rmqha/rmqha/libs/remoting"
 	"github.com/stretchr/testify/require"
 )
@@ -430,4 +432,29 @@ func BenchmarkPullSQL92(b *testing.B) {
 	b.ReportMetric(rate, "msgs/s")
 	b.ReportMetric(tagRate, "tag_msgs/s")
 	b.ReportMetric(rate/tagRate, "ratio_to_tag")
+}
+
+// FuzzRecordFilter: a stored properties section is disk bytes; any bytes with any retry
+// topic and selector must evaluate without panicking, and lastProperty must agree with the
+// properties decoder (RocketMQ's map: the last pair of a name wins, empty names and values
+// are dropped).
+func FuzzRecordFilter(f *testing.F) {
+	f.Add([]byte("a\x016\x02RETRY_TOPIC\x01Q\x02"), "a > 5")
+	f.Add([]byte("RETRY_TOPIC\x01A\x02RETRY_TOPIC\x01Q\x02a\x01x"), "a = 'x'")
+	f.Add([]byte("\x01\x02\x02RETRY_TOPIC\x01\x02RETRY_TOPIC"), "a IS NULL")
+	f.Fuzz(func(t *testing.T, props []byte, expr string) {
+		v, ok := lastProperty(props, propRetryTopic)
+		want, wantOK := commitlog.ParseProperties(string(props))[propRetryTopic]
+		require.Equal(t, wantOK, ok)
+		require.Equal(t, want, string(v))
+		cache := clients.NewFilterCache(0, 0)
+		e, err := cache.Compile(clients.ExpressionTypeSQL92, expr)
+		if err != nil {
+			return
+		}
+		direct := &recordFilter{expr: e}
+		retry := &recordFilter{byTopic: map[string]*filter.Expr{want: e}}
+		require.Equal(t, direct.match(props), retry.match(props), "the retry path evaluates the original topic's selector")
+		require.Equal(t, e.MatchMap(commitlog.ParseProperties(string(props))), direct.match(props))
+	})
 }
