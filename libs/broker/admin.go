@@ -170,6 +170,7 @@ func (b *Broker) handleRuntimeInfo(w remoting.ResponseWriter, req *remoting.Comm
 		"pullRequests":           strconv.FormatUint(st.PullRequests, 10),
 		"storeReadOnly":          strconv.FormatBool(st.StoreError != ""),
 	}
+	b.sqlRuntimeInfo(t)
 	if st.HAMaster != nil {
 		t["haInSyncCount"] = strconv.Itoa(st.HAMaster.InSyncCount)
 		t["haEpoch"] = strconv.FormatInt(st.HAMaster.Epoch, 10)

@@ -17,21 +17,23 @@ import (
 // connections (the Go client never sends UNREGISTER_CLIENT) and expiry ticks, and pushes
 // NOTIFY_CONSUMER_IDS_CHANGED to a group's members whenever its membership changes.
 type clientRegistry struct {
-	b    *Broker
-	log  logrus.FieldLogger
-	reg  *clients.Registry
-	done chan struct{}
-	wg   sync.WaitGroup
+	b       *Broker
+	log     logrus.FieldLogger
+	reg     *clients.Registry
+	filters *clients.FilterCache // compiled selectors, shared by heartbeats and pulls
+	done    chan struct{}
+	wg      sync.WaitGroup
 }
 
 func newClientRegistry(b *Broker) (*clientRegistry, error) {
 	cfg := clients.DefaultConfig()
 	cfg.Logger = b.log.WithField("component", "clients")
+	cfg.Filters = clients.NewFilterCache(0, 0)
 	reg, err := clients.NewRegistry(cfg)
 	if err != nil {
 		return nil, err
 	}
-	return &clientRegistry{b: b, log: cfg.Logger, reg: reg, done: make(chan struct{})}, nil
+	return &clientRegistry{b: b, log: cfg.Logger, reg: reg, filters: cfg.Filters, done: make(chan struct{})}, nil
 }
 
 func (r *clientRegistry) start() {

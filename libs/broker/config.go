@@ -214,6 +214,20 @@ type Config struct {
 	AccessKey string `prop:"accessKey"`
 	SecretKey string `prop:"secretKey"`
 
+	// --- SQL92 property filtering (libs/filter; sqlfilter.go). ---
+
+	// EnablePropertyFilter serves consumers that subscribe with SQL92 selectors
+	// (expressionType SQL92): each message is delivered only when the selector is TRUE for
+	// its properties. Off, their pulls and CHECK_CLIENT_CONFIG are answered SYSTEM_ERROR "The
+	// broker does not support consumer to filter message by SQL92"; heartbeats are accepted
+	// either way. Default false, as in RocketMQ.
+	EnablePropertyFilter bool `prop:"enablePropertyFilter"`
+	// FilterSupportRetry also filters a group's retry topic (%RETRY%group): each retried
+	// message is evaluated against the group's SQL92 selector for the topic it came from
+	// (RETRY_TOPIC). Off, retried messages are delivered unfiltered. Needs
+	// enablePropertyFilter. Default false, as in RocketMQ.
+	FilterSupportRetry bool `prop:"filterSupportRetry"`
+
 	// Bounds on what clients make the broker create and store (heartbeats, pulls, send-backs
 	// and sends to %RETRY% topics auto-create subscription groups and retry topics).
 	//

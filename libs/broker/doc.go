@@ -69,7 +69,14 @@
 // to %RETRY%group follows the same limit. The retry topic itself is created on the consumer's
 // heartbeat and registered (see Clients); clients pick up its route on their next refresh.
 //
+// # SQL92 filters
+//
+// With enablePropertyFilter, consumers subscribing with expressionType SQL92 (from their
+// heartbeat, or carried by each pull) get only the messages whose properties the selector
+// (package filter) is TRUE for; refusals and their codes, retry topics (filterSupportRetry) and
+// the metrics are described in sqlfilter.go.
+//
 // # Not implemented
 //
-// Transactions, SQL92 filters and Java's VIP port (listenPort-2) are not served.
+// Transactions and Java's VIP port (listenPort-2) are not served.
 package broker

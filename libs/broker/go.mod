@@ -85,6 +85,10 @@ replace github.com/rmqha/rmqha/libs/metasync => ../metasync
 
 require github.com/rmqha/rmqha/libs/tlsconf v0.0.0
 
+require github.com/rmqha/rmqha/libs/filter v0.0.0
+
+replace github.com/rmqha/rmqha/libs/filter => ../filter
+
 replace github.com/rmqha/rmqha/libs/tlsconf => ../tlsconf
 
 replace github.com/rmqha/rmqha/libs/acl => ../acl

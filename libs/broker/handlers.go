@@ -28,6 +28,7 @@ func (b *Broker) registerHandlers() {
 	h(remoting.HeartBeat, b.handleHeartbeat)
 	h(remoting.UnregisterClient, b.handleUnregisterClient)
 	h(remoting.GetConsumerListByGroup, b.handleGetConsumerList)
+	h(remoting.CheckClientConfig, b.handleCheckClientConfig)
 	h(remoting.LockBatchMQ, b.handleLockBatch)
 	h(remoting.UnlockBatchMQ, b.handleUnlockBatch)
 	// Metadata and admin.

@@ -45,6 +45,7 @@ var pullStatusCodes = []int32{
 	remoting.Success, remoting.PullNotFound, remoting.PullRetryImmediately, remoting.PullOffsetMoved,
 	remoting.SystemError, remoting.SystemBusy, remoting.NoPermission, remoting.TopicNotExist,
 	remoting.SubscriptionGroupNotExist, remoting.SubscriptionNotExist, remoting.SubscriptionParseFailed,
+	remoting.FilterDataNotExist,
 }
 
 // maxCode bounds the code-indexed lookup tables (every named code is below it; the last slot
@@ -104,6 +105,7 @@ func pullStatusName(code int32) string {
 func newBrokerMetrics(b *Broker, on bool) *brokerMetrics {
 	m := &brokerMetrics{reg: obs.NewRegistry(), on: on, now: b.now}
 	m.reg.MustRegister(&stateCollector{b: b})
+	m.reg.MustRegister(&selectorCollector{b: b})
 	if !on {
 		return m
 	}

@@ -45,6 +45,7 @@ type pullRequest struct {
 	commitOffset int64
 	suspend      time.Duration
 	sub          *clients.SubscriptionData
+	rf           *recordFilter // per-record properties filter (SQL92), nil for none
 	deadline     time.Time
 }
 
@@ -142,13 +143,9 @@ func (b *Broker) handlePull(w remoting.ResponseWriter, req *remoting.Command) {
 		return
 	}
 	if pr.sysFlag&pullFlagSubscription != 0 {
-		et := req.Ext("expressionType")
-		if et != "" && !strings.EqualFold(et, "TAG") {
-			b.pullError(w, req, remoting.SubscriptionParseFailed, "only TAG expressions are supported, got "+et)
-			return
-		}
-		sub, err := clients.BuildSubscription(pr.topic, req.Ext("subscription"))
+		sub, err := clients.BuildSelector(pr.topic, req.Ext("subscription"), req.Ext("expressionType"), b.clients.filters)
 		if err != nil {
+			b.sqlf.countParseFailure(req.Ext("expressionType"))
 			b.pullError(w, req, remoting.SubscriptionParseFailed, "subscription "+strconv.Quote(req.Ext("subscription"))+": "+err.Error())
 			return
 		}
@@ -165,6 +162,9 @@ func (b *Broker) handlePull(w remoting.ResponseWriter, req *remoting.Command) {
 		}
 		pr.sub = s
 	}
+	if pr.rf, ok = b.checkSelector(w, req, pr); !ok {
+		return
+	}
 	// Commit-offset piggyback: only on the master (offsets live there), only on arrival.
 	if pr.sysFlag&pullFlagCommitOffset != 0 && b.view().isMaster() && pr.commitOffset >= 0 {
 		b.tables.Offsets.Commit(pr.group, pr.topic, pr.queueID, pr.commitOffset)
@@ -175,7 +175,14 @@ func (b *Broker) handlePull(w remoting.ResponseWriter, req *remoting.Command) {
 // executePull reads the queue and answers, or, when nothing is there yet and holding is
 // allowed, parks the request with the long-polling service.
 func (b *Broker) executePull(pr *pullRequest, allowHold bool) {
-	res := b.store.GetMessages(pr.topic, pr.queueID, pr.offset, pr.maxMsgs, maxPullBytes, pr.sub.MatchTagsCode)
+	f := commitlog.Filter{Tags: pr.sub.MatchTagsCode}
+	if pr.rf != nil {
+		f.Properties = pr.rf.match
+	}
+	res := b.store.GetFiltered(pr.topic, pr.queueID, pr.offset, pr.maxMsgs, maxPullBytes, f)
+	if pr.rf != nil {
+		pr.rf.flush(&b.sqlf)
+	}
 	code, next, notYet := b.mapPullStatus(pr, &res)
 	if allowHold && (code == remoting.PullNotFound || notYet) {
 		hold := min(pr.suspend, b.cfg.BrokerSuspendMaxTime)

@@ -50,13 +50,44 @@ func maxScanUnits(maxMsgs int) int {
 	return n
 }
 
+// Filter selects the messages GetFiltered returns. Both stages are optional; a zero Filter
+// returns every message.
+type Filter struct {
+	// Tags sees the tags code of each consume-queue unit before its record is read (RocketMQ's
+	// isMatchedByConsumeQueue); nil passes every unit.
+	Tags func(tagsCode int64) bool
+	// Properties sees the stored properties section (name 0x01 value 0x02, repeated) of each
+	// record that passed Tags, once the record is read and validated (RocketMQ's
+	// isMatchedByCommitLog); nil passes every record. The slice aliases a read buffer: it is
+	// valid only during the call and must not be modified or kept.
+	Properties func(props []byte) bool
+}
+
 // GetMessages reads up to maxMsgs messages (and about maxBytes, at least one
 // message) from a queue starting at a logical offset, keeping those whose
-// tags code passes match (nil matches all). Statuses and NextBeginOffset
-// follow RocketMQ's DefaultMessageStore.getMessage as seen by a master: for
-// error statuses NextBeginOffset is the corrected offset (0, min or max); a
-// slave that must keep the requested offset replaces it itself.
+// tags code passes match (nil matches all). It is GetFiltered with
+// Filter{Tags: match}.
 func (s *Store) GetMessages(topic string, queueID int32, offset int64, maxMsgs int, maxBytes int, match func(tagsCode int64) bool) GetResult {
+	return s.GetFiltered(topic, queueID, offset, maxMsgs, maxBytes, Filter{Tags: match})
+}
+
+// GetFiltered reads up to maxMsgs messages (and about maxBytes, at least one message) that
+// pass f from a queue, starting at a logical offset. Statuses and NextBeginOffset follow
+// RocketMQ's DefaultMessageStore.getMessage as seen by a master: for error statuses
+// NextBeginOffset is the corrected offset (0, min or max); a slave that must keep the
+// requested offset replaces it itself.
+//
+// At most maxScanUnits consume-queue units are examined per call. Units failing f.Tags are
+// skipped without reading their records. With f.Properties the candidates are read in rounds:
+// each round selects as many units as the limits leave room for (counting only records
+// already accepted), reads them (contiguous records with one pread), and keeps those whose
+// properties pass; rejected records free their share of the limits for the next round, so
+// maxMsgs and maxBytes count accepted records only. NextBeginOffset is the first unit not
+// examined; when every examined record was rejected the status is NoMatchedMessage with
+// NextBeginOffset past them (the consumer's PULL_RETRY_IMMEDIATELY). Records of a round that
+// mixes accepted and rejected ones are copied out, so a call keeps about maxBytes of memory
+// whatever it rejected.
+func (s *Store) GetFiltered(topic string, queueID int32, offset int64, maxMsgs int, maxBytes int, f Filter) GetResult {
 	res := GetResult{NextBeginOffset: offset}
 	if maxMsgs <= 0 {
 		maxMsgs = 1
@@ -99,44 +130,80 @@ func (s *Store) GetMessages(topic string, queueID int32, offset int64, maxMsgs i
 		return res
 	}
 	res.Status = NoMatchedMessage
+	n := len(units) / CQUnitSize
+	// No round selects more than maxMsgs units, and no call returns more: one allocation each.
+	most := maxMsgs
+	if n < most {
+		most = n
+	}
+	g := getter{s: s, topic: topic, queueID: queueID, most: most}
+	g.picks = make([]pick, 0, g.most)
 	clMin := s.minOffset.Load()
 	nextPhysFileStart := int64(-1)
-	total := 0
-	type pick struct {
-		phys int64
-		size int32
-		q    int64
-	}
-	var picks []pick
 	i := 0
-	for ; i*CQUnitSize < len(units); i++ {
-		u := getUnit(units[i*CQUnitSize:])
-		res.MaxPhysOffsetScanned = u.phys
-		if !u.valid() || int64(u.size) > s.maxRecordBytes() || u.phys+int64(u.size) > s.segEnd(u.phys) {
-			continue
-		}
-		if nextPhysFileStart >= 0 && u.phys < nextPhysFileStart {
-			continue
-		}
-		if len(picks) > 0 && (len(picks) >= maxMsgs || (maxBytes > 0 && total+int(u.size) > maxBytes)) {
-			break
-		}
-		if match != nil && !match(u.tags) {
-			continue
-		}
-		if u.phys < clMin {
-			if total == 0 {
-				res.Status = MessageWasRemoving
+	for i < n {
+		// One round: select candidates while the limits leave room, then read them.
+		g.picks = g.picks[:0]
+		pending, full := 0, false
+		for ; i < n; i++ {
+			u := getUnit(units[i*CQUnitSize:])
+			res.MaxPhysOffsetScanned = u.phys
+			if !u.valid() || int64(u.size) > s.maxRecordBytes() || u.phys+int64(u.size) > s.segEnd(u.phys) {
+				continue
 			}
-			nextPhysFileStart = s.segEnd(u.phys)
-			continue
+			if nextPhysFileStart >= 0 && u.phys < nextPhysFileStart {
+				continue
+			}
+			have := len(res.Records) + len(g.picks)
+			if have > 0 && (have >= maxMsgs || (maxBytes > 0 && g.total+pending+int(u.size) > maxBytes)) {
+				full = true
+				break
+			}
+			if f.Tags != nil && !f.Tags(u.tags) {
+				continue
+			}
+			if u.phys < clMin {
+				if g.total+pending == 0 {
+					res.Status = MessageWasRemoving
+				}
+				nextPhysFileStart = s.segEnd(u.phys)
+				continue
+			}
+			g.picks = append(g.picks, pick{u.phys, u.size, offset + int64(i)})
+			pending += int(u.size)
+			nextPhysFileStart = -1
 		}
-		picks = append(picks, pick{u.phys, u.size, offset + int64(i)})
-		total += int(u.size)
-		nextPhysFileStart = -1
+		rejected := g.read(&res, f.Properties)
+		if full && (f.Properties == nil || rejected == 0) {
+			break // the limits are reached by what is returned
+		}
 	}
 	res.NextBeginOffset = offset + int64(i)
-	// Read contiguous runs with one pread each.
+	return res
+}
+
+// pick is a consume-queue unit selected for reading.
+type pick struct {
+	phys int64
+	size int32
+	q    int64
+}
+
+// getter reads the picks of GetFiltered's rounds.
+type getter struct {
+	s       *Store
+	topic   string
+	queueID int32
+	most    int // capacity of the result's record list
+	picks   []pick
+	total   int // bytes of res.Records
+}
+
+// read reads the current picks (contiguous runs with one pread each), validates each record,
+// applies the properties filter props (nil: none) and appends what passes to res. It returns how many
+// picks were not returned (rejected by the filter, invalid, or unreadable).
+func (g *getter) read(res *GetResult, props func([]byte) bool) (notReturned int) {
+	s, picks := g.s, g.picks
 	for a := 0; a < len(picks); {
 		b := a + 1
 		runEnd := picks[a].phys + int64(picks[a].size)
@@ -149,25 +216,48 @@ func (s *Store) GetMessages(topic string, queueID int32, offset int64, maxMsgs i
 			if res.Status != Found && len(res.Records) == 0 {
 				res.Status = MessageWasRemoving
 			}
+			notReturned += b - a
 			a = b
 			continue
 		}
+		first, dropped, kept := len(res.Records), 0, 0
 		for k := a; k < b; k++ {
 			rec := buf[picks[k].phys-picks[a].phys:][:picks[k].size]
 			m, _, err := s.checkRecord(rec, picks[k].phys)
-			if err == nil && (m.blank || m.queueID != queueID || m.queueOffset != picks[k].q || string(m.topic) != topic) {
-				err = s.corruptAt(picks[k].phys, fmt.Sprintf("record is not %s/%d at queue offset %d", topic, queueID, picks[k].q))
+			if err == nil && (m.blank || m.queueID != g.queueID || m.queueOffset != picks[k].q || string(m.topic) != g.topic) {
+				err = s.corruptAt(picks[k].phys, fmt.Sprintf("record is not %s/%d at queue offset %d", g.topic, g.queueID, picks[k].q))
 			}
 			if err != nil {
-				s.log.WithError(err).WithField("topic", topic).WithField("queue", queueID).Error("consume queue points at an invalid record; not served")
+				s.log.WithError(err).WithField("topic", g.topic).WithField("queue", g.queueID).Error("consume queue points at an invalid record; not served")
+				dropped++
 				continue
 			}
+			if props != nil && !props(m.props) {
+				dropped++
+				continue
+			}
+			if res.Records == nil {
+				res.Records = make([][]byte, 0, g.most)
+			}
 			res.Records = append(res.Records, rec)
+			g.total += len(rec)
+			kept += len(rec)
 			res.Status = Found
 		}
+		if dropped > 0 && kept > 0 && props != nil {
+			// Do not keep a whole run alive for the records it returns: move them to a
+			// buffer of their own size.
+			c := make([]byte, 0, kept)
+			for k := first; k < len(res.Records); k++ {
+				at := len(c)
+				c = append(c, res.Records[k]...)
+				res.Records[k] = c[at:len(c):len(c)]
+			}
+		}
+		notReturned += dropped
 		a = b
 	}
-	return res
+	return notReturned
 }
 
 // QueueMinOffset is the first logical offset still readable in a queue.

@@ -4,7 +4,7 @@
 // properties, with RocketMQ 5.x's results: the same inputs parse or fail, and every message
 // matches or not exactly as on a RocketMQ broker with enablePropertyFilter=true.
 //
-//	e, err := filter.Parse("a > 5 AND b = 'x'")   // err wraps ErrParse: SUBSCRIPTION_PARSE_FAILED
+//	e, err := filter.Parse("a > 5 AND b = 'x'")   // err wraps ErrParse: the pull is refused
 //	e.MatchRaw(storedPropertiesSection)            // per message on pull, allocation-free
 //	e.MatchMap(map[string]string{"a": "7", "b": "x"})
 //

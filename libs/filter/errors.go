@@ -9,8 +9,8 @@ var (
 	// ErrParse is wrapped by every error Parse returns: a lexical error, a syntax error, an
 	// operand RocketMQ refuses when it builds the expression (a string in '>', NULL in '=', a
 	// number where a condition is needed, BETWEEN bounds in the wrong order), a numeric literal
-	// out of range, and the limits below. The broker answers all of them with
-	// SUBSCRIPTION_PARSE_FAILED.
+	// out of range, and the limits below. The broker answers them with SUBSCRIPTION_PARSE_FAILED
+	// for a selector a pull carries, FILTER_DATA_NOT_EXIST for one a heartbeat registered.
 	ErrParse = errors.New("filter: invalid SQL92 expression")
 	// ErrTooLong is returned (with ErrParse) for an expression longer than MaxLength bytes.
 	ErrTooLong = errors.New("filter: expression too long")

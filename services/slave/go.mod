@@ -69,3 +69,7 @@ replace github.com/rmqha/rmqha/libs/obs => ../../libs/obs
 replace github.com/rmqha/rmqha/libs/tlsconf => ../../libs/tlsconf
 
 replace github.com/rmqha/rmqha/libs/acl => ../../libs/acl
+
+require github.com/rmqha/rmqha/libs/filter v0.0.0 // indirect
+
+replace github.com/rmqha/rmqha/libs/filter => ../../libs/filter

@@ -48,6 +48,19 @@
 // (*SubscriptionData).MatchTagsCode applies the broker-side filter: "*"
 // matches everything, otherwise the message's tag code must be in the code
 // set. Hash collisions pass; the client re-checks tags by exact string.
-// Non-TAG expression types (SQL92) are not evaluated here and match
-// everything.
+//
+// # SQL92 selectors
+//
+// Only "" and "TAG" (exactly) are tag subscriptions, as in RocketMQ. A
+// subscription of type SQL92 is compiled with package filter when it is
+// registered (Selector returns the compiled expression) and its
+// MatchTagsCode passes everything: the broker evaluates the selector against
+// each record's properties instead. A selector that does not compile, and
+// any other expression type, is registered with its error rather than
+// refusing the heartbeat (RocketMQ keeps such heartbeats; the group's pulls
+// of that topic are refused): one heartbeat carries every group of a client,
+// and refusing it whole would also unregister the client's healthy groups.
+// BuildSelector builds the subscription a pull request carries, where a
+// selector that does not compile is an error. A FilterCache, shared by the
+// registry and the pull path, compiles each distinct selector once.
 package clients

@@ -17,4 +17,8 @@ var (
 	// ErrSubscriptionParse is returned by BuildSubscription when a tag
 	// expression holds no tag.
 	ErrSubscriptionParse = errors.New("clients: subscription expression has no tags")
+	// ErrUnsupportedExpressionType is returned by FilterCache.Compile and BuildSelector, and
+	// kept as a subscription's Selector error, for an expression type that is neither TAG
+	// (or empty) nor SQL92.
+	ErrUnsupportedExpressionType = errors.New("clients: unsupported expression type")
 )

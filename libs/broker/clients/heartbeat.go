@@ -4,6 +4,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"strconv"
+
+	"github.com/rmqha/rmqha/libs/filter"
 )
 
 // Values of ConsumerData fields sent by clients.
@@ -72,6 +74,11 @@ type SubscriptionData struct {
 	CodeSet         CodeSet  `json:"codeSet"`
 	SubVersion      int64    `json:"subVersion"`
 	ExpressionType  string   `json:"expressionType"`
+
+	// selector is the compiled subString of a non-TAG subscription, selectorErr why it did
+	// not compile (set by rebuild; shared, immutable).
+	selector    *filter.Expr
+	selectorErr error
 }
 
 // CodeSet holds tag hash codes. It decodes from JSON strings (Go client) or

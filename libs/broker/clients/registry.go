@@ -18,6 +18,9 @@ const DefaultChannelExpiredTimeout = 120 * time.Second
 type Config struct {
 	// Logger receives membership changes. Default a new logrus logger.
 	Logger logrus.FieldLogger
+	// Filters compiles the selectors of non-TAG subscriptions; the broker shares it with
+	// its pull path. Default nil: the registry makes its own.
+	Filters *FilterCache
 }
 
 // DefaultConfig returns the defaults.
@@ -79,6 +82,7 @@ type RegisterResult struct {
 // concurrent use.
 type Registry struct {
 	log       logrus.FieldLogger
+	filters   *FilterCache
 	mu        sync.RWMutex
 	producers map[string]map[string]*Member
 	consumers map[string]*consumerGroup
@@ -89,8 +93,12 @@ func NewRegistry(cfg Config) (*Registry, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
+	if cfg.Filters == nil {
+		cfg.Filters = NewFilterCache(0, 0)
+	}
 	return &Registry{
 		log:       cfg.Logger,
+		filters:   cfg.Filters,
 		producers: map[string]map[string]*Member{},
 		consumers: map[string]*consumerGroup{},
 	}, nil
@@ -102,7 +110,9 @@ func isComparable(conn any) bool {
 
 // Register records a heartbeat received on conn at now. Subscriptions are
 // normalised and their code sets recomputed with JavaStringHash; a TAG
-// subscription whose expression holds no tag is rejected.
+// subscription whose expression holds no tag is rejected. Other types are
+// compiled (Selector); one that does not compile is registered with its
+// error and logged, and the rest of the heartbeat stands.
 func (r *Registry) Register(hb *HeartbeatData, conn any, now time.Time) (RegisterResult, error) {
 	if err := hb.Validate(); err != nil {
 		return RegisterResult{}, err
@@ -115,7 +125,7 @@ func (r *Registry) Register(hb *HeartbeatData, conn any, now time.Time) (Registe
 	for i, cd := range hb.ConsumerDataSet {
 		for _, s := range cd.SubscriptionDataSet {
 			sd := s.clone()
-			if err := sd.rebuild(); err != nil {
+			if err := sd.rebuild(r.filters); err != nil {
 				return RegisterResult{}, fmt.Errorf("%w: group %q topic %q: %w", ErrInvalidHeartbeat, cd.GroupName, sd.Topic, err)
 			}
 			subsets[i] = append(subsets[i], &sd)
@@ -154,7 +164,7 @@ func (r *Registry) Register(hb *HeartbeatData, conn any, now time.Time) (Registe
 			if len(g.subs) == 0 {
 				res.SubscriptionMissing = append(res.SubscriptionMissing, cd.GroupName)
 			}
-		case g.updateSubscriptions(subsets[i]):
+		case g.updateSubscriptions(subsets[i], r, cd.GroupName):
 			res.SubscriptionChanged = append(res.SubscriptionChanged, cd.GroupName)
 		}
 	}
@@ -166,8 +176,9 @@ func (r *Registry) Register(hb *HeartbeatData, conn any, now time.Time) (Registe
 }
 
 // updateSubscriptions applies Java's rule: add new topics, replace a topic
-// when the heartbeat's subVersion is higher, drop topics not listed.
-func (g *consumerGroup) updateSubscriptions(subs []*SubscriptionData) bool {
+// when the heartbeat's subVersion is higher, drop topics not listed. Each
+// added or replaced subscription of group is logged through r.
+func (g *consumerGroup) updateSubscriptions(subs []*SubscriptionData, r *Registry, group string) bool {
 	changed := false
 	listed := make(map[string]bool, len(subs))
 	for _, sd := range subs {
@@ -176,6 +187,7 @@ func (g *consumerGroup) updateSubscriptions(subs []*SubscriptionData) bool {
 		if !ok || sd.SubVersion > old.SubVersion {
 			g.subs[sd.Topic] = sd
 			changed = true
+			r.logSubscription(group, sd)
 		}
 	}
 	for topic := range g.subs {
@@ -185,6 +197,25 @@ func (g *consumerGroup) updateSubscriptions(subs []*SubscriptionData) bool {
 		}
 	}
 	return changed
+}
+
+// logSubscription logs a new or replaced subscription of group: a non-TAG
+// one with its expression, as a warning when it does not compile (its pulls
+// are refused) or when RocketMQ's parser ignores part of it (a typo there
+// silently widens the subscription).
+func (r *Registry) logSubscription(group string, sd *SubscriptionData) {
+	if sd.IsTagType() {
+		return
+	}
+	l := r.log.WithFields(logrus.Fields{"group": group, "topic": sd.Topic, "type": sd.ExpressionType, "expression": sd.SubString})
+	switch expr, err := sd.Selector(); {
+	case err != nil:
+		l.WithError(err).Warn("subscription selector does not compile; the group's pulls of this topic are refused")
+	case expr.Trailing() != "":
+		l.WithField("ignored", expr.Trailing()).Warn("subscription selector registered; text after the expression is ignored, as RocketMQ does")
+	default:
+		l.Info("subscription selector registered")
+	}
 }
 
 // UnregisterConn removes every member whose latest heartbeat came on conn

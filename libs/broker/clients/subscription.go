@@ -35,16 +35,20 @@ func TagsCode(tags string) int64 { return int64(JavaStringHash(tags)) }
 // ErrSubscriptionParse. SubVersion is left 0 for the caller to set.
 func BuildSubscription(topic, expr string) (*SubscriptionData, error) {
 	sd := &SubscriptionData{Topic: topic, SubString: expr, ExpressionType: ExpressionTypeTag}
-	if err := sd.rebuild(); err != nil {
+	if err := sd.rebuild(nil); err != nil {
 		return nil, err
 	}
 	return sd, nil
 }
 
 // rebuild normalises a TAG subscription and recomputes its code set from
-// its tags (or from subString when it has none) with Java semantics.
-func (sd *SubscriptionData) rebuild() error {
-	if sd.ExpressionType != "" && sd.ExpressionType != ExpressionTypeTag {
+// its tags (or from subString when it has none) with Java semantics. Any
+// other type is compiled through cache (nil: without caching); a selector
+// that does not compile is kept with its error (see Selector), since
+// RocketMQ keeps such a heartbeat and refuses the group's pulls instead.
+func (sd *SubscriptionData) rebuild(cache *FilterCache) error {
+	if !sd.IsTagType() {
+		sd.selector, sd.selectorErr = cache.Compile(sd.ExpressionType, sd.SubString)
 		return nil
 	}
 	if strings.TrimSpace(sd.SubString) == "" || strings.TrimSpace(sd.SubString) == SubAll {
@@ -76,14 +80,15 @@ func (sd *SubscriptionData) rebuild() error {
 }
 
 // MatchTagsCode reports whether a message with consume-queue tag code code
-// passes the broker-side filter of sd. A nil subscription, class-filter
-// mode, non-TAG expressions and "*" match everything; otherwise the low 32
-// bits of code must be in the code set.
+// passes the broker-side tag filter of sd. A nil subscription, class-filter
+// mode, non-TAG expressions (their selector decides per record, see
+// Selector) and "*" match everything; otherwise the low 32 bits of code
+// must be in the code set.
 func (sd *SubscriptionData) MatchTagsCode(code int64) bool {
 	if sd == nil || sd.ClassFilterMode {
 		return true
 	}
-	if sd.ExpressionType != "" && sd.ExpressionType != ExpressionTypeTag {
+	if !sd.IsTagType() {
 		return true
 	}
 	if sd.SubString == "" || sd.SubString == SubAll {
