@@ -289,3 +289,37 @@ func TestServerKeysApplyAndValidate(t *testing.T) {
 		require.ErrorContains(t, err, key)
 	}
 }
+
+// A client connection keeps the buffer a large frame grew for the next one (a consumer reads
+// pull responses of similar size back to back); a server connection drops it (an idle server
+// connection holds minReadBuffer bytes whatever it was sent before).
+func TestClientReaderKeepsGrownBuffer(t *testing.T) {
+	frameOf := func(size int) []byte {
+		b := binary.BigEndian.AppendUint32(nil, uint32(size))
+		return append(b, make([]byte, size)...)
+	}
+	var stream []byte
+	for i := 0; i < 50; i++ {
+		stream = append(stream, frameOf(48<<10)...)
+	}
+	for _, tc := range []struct {
+		name   string
+		budget *byteBudget
+	}{{"client", nil}, {"server", &byteBudget{}}} {
+		fr := newFrameReader(&chunkReader{data: append([]byte(nil), stream...)}, nil, 1<<20, tc.budget, 0, 0)
+		_, err := fr.read() // the first frame grows the buffer
+		require.NoError(t, err)
+		allocs := testing.AllocsPerRun(40, func() {
+			_, err := fr.read()
+			require.NoError(t, err)
+		})
+		fr.release()
+		if tc.budget == nil {
+			require.Zero(t, allocs, "client: allocations per frame")
+			require.Greater(t, len(fr.buf), minReadBuffer, "client: grown buffer kept")
+		} else {
+			require.Greater(t, allocs, float64(0), "server: grown buffer dropped after each frame")
+			require.Equal(t, minReadBuffer, len(fr.buf), "server: back to the small buffer")
+		}
+	}
+}

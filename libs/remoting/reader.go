@@ -17,7 +17,10 @@ import (
 // (doubling, never past the end of the frame being read) only when it is full and the frame is
 // still incomplete, so the buffer is at most twice the bytes that actually arrived. Once a
 // frame has been handed on and nothing more is buffered, a grown buffer is dropped and the
-// connection goes back to its small one: an idle connection holds minReadBuffer bytes.
+// connection goes back to its small one: an idle server connection holds minReadBuffer bytes.
+// A client connection (no budget) keeps a grown buffer of up to clientKeepBuffer bytes for the
+// next frame instead, so a consumer reading pull responses does not regrow it for every one:
+// its peer is a server it chose, and the bytes it keeps are bytes that server sent.
 //
 // Server side, every byte a buffer grows past minReadBuffer is charged to the process-wide
 // byte budget (ServerConfig.MaxBytesInFlight). When the budget cannot cover the growth the
@@ -35,6 +38,8 @@ const (
 	// never cause an allocation. Not charged to the byte budget (bounded by the connection
 	// limit instead).
 	minReadBuffer = 4 << 10
+	// clientKeepBuffer is the largest buffer a client connection keeps between frames.
+	clientKeepBuffer = 1 << 20
 )
 
 // byteBudget is the process-wide (per Server) allowance of bytes in flight: read buffers grown
@@ -97,6 +102,7 @@ type frameReader struct {
 	r, w     int    // buf[r:w] is buffered and unread
 	consumed int    // bytes of buf at r belonging to the frame last returned
 	maxFrame int
+	keep     int // the largest grown buffer kept between frames (0: back to small)
 
 	budget  *byteBudget // nil: no budget (client side)
 	charged int64       // bytes of buf charged to budget
@@ -112,6 +118,9 @@ func newFrameReader(src deadlineReader, prefix []byte, maxFrame int, budget *byt
 	fr := &frameReader{
 		src: src, small: make([]byte, minReadBuffer), maxFrame: maxFrame, budget: budget,
 		idle: idle, frameTimeout: frameTimeout, now: time.Now,
+	}
+	if budget == nil {
+		fr.keep = clientKeepBuffer
 	}
 	fr.buf = fr.small
 	fr.w = copy(fr.buf, prefix)
@@ -131,7 +140,7 @@ func (fr *frameReader) release() {
 	if fr.r == fr.w {
 		fr.r, fr.w = 0, 0
 	}
-	if len(fr.buf) > minReadBuffer && fr.w-fr.r <= minReadBuffer {
+	if len(fr.buf) > minReadBuffer && len(fr.buf) > fr.keep && fr.w-fr.r <= minReadBuffer {
 		n := copy(fr.small, fr.buf[fr.r:fr.w])
 		fr.buf, fr.r, fr.w = fr.small, 0, n
 		fr.budget.release(fr.charged)
