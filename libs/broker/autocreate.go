@@ -30,6 +30,11 @@ import (
 // expire subscription groups either: a consumer group that is offline for a weekend keeps its
 // settings, retry topic and offsets); an operator removes groups with deleteSubGroup.
 //
+// Sends to unknown topics create them from TBW102 (autoCreateTopicEnable) until the topic table
+// holds autoCreateTopicLimit topics; beyond it they are answered TOPIC_NOT_EXIST, as RocketMQ
+// answers a topic it cannot create, with a remark naming the key (counted as reason
+// topic_limit).
+//
 // Heartbeat bodies are bounded as well: at most heartbeatMaxGroups producer plus consumer
 // entries and heartbeatMaxSubscriptions subscriptions per heartbeat, names as RocketMQ's client
 // validators allow, and at most heartbeatMaxGroups (client id, group) registrations held per
@@ -44,9 +49,10 @@ const (
 	refusedInvalid       = "invalid_name"
 	refusedTooLarge      = "too_large"
 	refusedRegistrations = "connection_registrations"
+	refusedTopicLimit    = "topic_limit"
 )
 
-var refusedReasons = []string{refusedTableLimit, refusedPerHeartbeat, refusedPerConnection, refusedDisabled, refusedInvalid}
+var refusedReasons = []string{refusedTableLimit, refusedPerHeartbeat, refusedPerConnection, refusedDisabled, refusedInvalid, refusedTopicLimit}
 
 var heartbeatRefusedReasons = []string{refusedInvalid, refusedTooLarge, refusedRegistrations}
 
@@ -71,6 +77,7 @@ type autoCreator struct {
 	conns map[*remoting.ServerConn]*connUsage
 
 	createdGroups, createdRetry atomic.Uint64
+	createdTopics               atomic.Uint64             // by sends (autoCreateTopicEnable)
 	refused                     map[string]*atomic.Uint64 // by reason (groups and retry topics)
 	hbRefused                   map[string]*atomic.Uint64 // whole heartbeats, by reason
 

@@ -292,6 +292,7 @@ func (b *Broker) start() error {
 	mcfg.DefaultTopicQueueNums = int32(cfg.DefaultTopicQueueNums)
 	mcfg.AutoCreateSubscriptionGroup = cfg.AutoCreateSubscriptionGroup
 	mcfg.AutoCreateSubscriptionGroupLimit = cfg.AutoCreateSubscriptionGroupLimit
+	mcfg.AutoCreateTopicLimit = cfg.AutoCreateTopicLimit
 	mcfg.PersistBatchInterval = cfg.MetadataFlushInterval
 	mcfg.PersistBatchSize = cfg.MetadataFlushBatch
 	mcfg.Now = b.now
@@ -321,7 +322,7 @@ func (b *Broker) start() error {
 	}
 	b.holds = newHoldService(b)
 	b.pipe = newSendPipeline(b)
-	b.locks = newQueueLocks()
+	b.locks = newQueueLocks(cfg.LockMaxQueuesPerGroup, cfg.LockMaxQueues)
 	b.store.OnDispatch(b.holds.notify)
 	b.store.OnDispatch(func(topic string, queueID int32, max int64) {
 		if d := b.view().delay; d != nil { // masters only; follows role switches

@@ -235,6 +235,21 @@ type Config struct {
 	// table holds this many (admin updateSubGroup is not limited); 0 means no limit.
 	// Default 10000.
 	AutoCreateSubscriptionGroupLimit int `prop:"autoCreateSubscriptionGroupLimit"`
+	// AutoCreateTopicLimit: a send to an unknown topic creates none once the topic table
+	// holds this many topics, retry topics included (admin updateTopic, retry and dead-letter
+	// topics are not limited); it is answered TOPIC_NOT_EXIST naming the key. It keeps a
+	// stranger's sends from growing topics.json and every registration without bound (name
+	// servers refuse registrations over maxTopicsPerRegistration, 32768). 0 means no limit.
+	// Default 20000.
+	AutoCreateTopicLimit int `prop:"autoCreateTopicLimit"`
+	// LockMaxQueuesPerGroup is the most queues one consumer group may hold locked
+	// (LOCK_BATCH_MQ of orderly consumers); a request whose new locks do not fit is answered
+	// SYSTEM_BUSY and locks nothing. Expired locks are dropped first. 0 means no limit.
+	// Default 4096.
+	LockMaxQueuesPerGroup int `prop:"lockMaxQueuesPerGroup"`
+	// LockMaxQueues is the most queue locks of all groups together, with the same refusal.
+	// 0 means no limit. Default 65536.
+	LockMaxQueues int `prop:"lockMaxQueues"`
 	// AutoCreatePerHeartbeat is the most groups plus retry topics one heartbeat may create;
 	// the rest of its new groups are refused (SUBSCRIPTION_GROUP_NOT_EXIST) and created by a
 	// later heartbeat. 0 means no limit. Default 128 (64 groups with their retry topics).
@@ -312,6 +327,9 @@ func DefaultConfig() Config {
 
 		// Bounds on client-created metadata.
 		AutoCreateSubscriptionGroupLimit: 10000,
+		AutoCreateTopicLimit:             20000,
+		LockMaxQueuesPerGroup:            4096,
+		LockMaxQueues:                    65536,
 		AutoCreatePerHeartbeat:           128,
 		AutoCreatePerConnection:          1000,
 		HeartbeatMaxGroups:               1024,
@@ -500,6 +518,9 @@ func (c Config) validateHASecret(bad func(key, format string, a ...any) error) e
 func (c Config) validateBounds(bad func(key, format string, a ...any) error) error {
 	for key, v := range map[string]int{
 		"autoCreateSubscriptionGroupLimit": c.AutoCreateSubscriptionGroupLimit,
+		"autoCreateTopicLimit":             c.AutoCreateTopicLimit,
+		"lockMaxQueuesPerGroup":            c.LockMaxQueuesPerGroup,
+		"lockMaxQueues":                    c.LockMaxQueues,
 		"autoCreatePerHeartbeat":           c.AutoCreatePerHeartbeat,
 		"autoCreatePerConnection":          c.AutoCreatePerConnection,
 	} {

@@ -407,14 +407,16 @@ var (
 	descMetaLen    = desc("metadata_entries", "Entries of a metadata table.", "table")
 	descClients    = desc("client_channels", "Client connections known from heartbeats, by kind.", "kind")
 
-	descAutoCreated  = desc("autocreate_total", "Subscription groups and retry topics auto-created by client requests, by kind (group, retry_topic).", "kind")
-	descAutoRefused  = desc("autocreate_refused_total", "Auto-creations refused, by bound (table_limit, per_heartbeat, per_connection, disabled, invalid_name).", "reason")
+	descAutoCreated  = desc("autocreate_total", "Subscription groups, retry topics and topics auto-created by client requests, by kind (group, retry_topic, topic).", "kind")
+	descAutoRefused  = desc("autocreate_refused_total", "Auto-creations refused, by bound (table_limit, per_heartbeat, per_connection, disabled, invalid_name; topic_limit for sends).", "reason")
 	descHBRefused    = desc("heartbeat_refused_total", "Heartbeats refused whole, by reason (invalid_name, too_large, connection_registrations).", "reason")
 	descMetaWrites   = desc("metadata_writes_total", "Rewrites of a metadata table file.", "table")
 	descMetaPending  = desc("metadata_pending_changes", "Changes of a metadata table not yet in its file (written with the next batch).", "table")
 	descCQRepairs    = desc("store_cq_repaired_queues", "Consume queues found incomplete at the last start and rebuilt from the CommitLog.")
 	descCQRestored   = desc("store_cq_restored_units", "Consume-queue entries the start-up check rebuilt from the CommitLog.")
 	descSysTopicSend = desc("system_topic_send_refused_total", "Client sends to a topic only the broker may store into (SCHEDULE_TOPIC_XXXX, RMQ_SYS_TRANS_HALF_TOPIC, ...), answered NO_PERMISSION.")
+	descLocks        = desc("queue_locks", "Queue locks held for orderly consumers (LOCK_BATCH_MQ), expired ones included until swept.")
+	descLockRefused  = desc("queue_lock_refused_total", "LOCK_BATCH_MQ requests answered SYSTEM_BUSY, by bound (group_limit: lockMaxQueuesPerGroup, table_limit: lockMaxQueues).", "reason")
 	descDelayRefused = desc("delay_refused_total", "Scheduled records delivered nowhere: REAL_TOPIC missing or the schedule topic itself.")
 
 	descEpoch        = desc("ha_epoch", "Master: current epoch; slave: last epoch of its log.")
@@ -445,6 +447,7 @@ var allDescs = []*prometheus.Desc{
 	descSegments, descAppended, descAppends, descFsyncs, descFlushTO, descSendReq, descRefused,
 	descPullReq, descHeld, descMetaVer, descMetaLen, descClients, descEpoch, descConfirmed,
 	descAutoCreated, descAutoRefused, descHBRefused, descMetaWrites, descMetaPending, descCQRepairs, descCQRestored, descDelayRefused, descSysTopicSend,
+	descLocks, descLockRefused,
 	descInSync, descInSyncSlaves, descNeeded, descSlavesConn, descWaiters, descSlaveLag,
 	descSlaveLagSec, descSlaveInSync, descSlaveAck, descSlaveAckAge, descHACounter,
 	descReplConnected, descReplFailed, descReplLag, descReplLagSec, descMasterMax, descReconnects, descHARefused,
@@ -523,11 +526,18 @@ func (c *stateCollector) Collect(ch chan<- prometheus.Metric) {
 	if b.autoc != nil {
 		counter(descAutoCreated, float64(b.autoc.createdGroups.Load()), "group")
 		counter(descAutoCreated, float64(b.autoc.createdRetry.Load()), "retry_topic")
+		counter(descAutoCreated, float64(b.autoc.createdTopics.Load()), "topic")
 		for _, r := range refusedReasons {
 			counter(descAutoRefused, float64(b.autoc.refused[r].Load()), r)
 		}
 		for _, r := range heartbeatRefusedReasons {
 			counter(descHBRefused, float64(b.autoc.hbRefused[r].Load()), r)
+		}
+	}
+	if b.locks != nil {
+		gauge(descLocks, float64(b.locks.size()))
+		for _, r := range lockRefusedReasons {
+			counter(descLockRefused, float64(b.locks.refused[r].Load()), r)
 		}
 	}
 	if b.tables != nil {

@@ -256,7 +256,14 @@ func (b *Broker) resolveTopic(w remoting.ResponseWriter, req *remoting.Command, 
 		tc, created, err = b.tables.Topics.CreateTopicInSendMessage(h.topic, def, h.defaultQueueNums)
 	}
 	if err != nil && !created {
-		if errors.Is(err, meta.ErrTopicNotExist) || errors.Is(err, meta.ErrNoInheritPerm) {
+		if errors.Is(err, meta.ErrTopicLimit) {
+			// RocketMQ answers a topic a send cannot create TOPIC_NOT_EXIST; the remark
+			// names the bound so that an operator sees why.
+			b.autoc.refused[refusedTopicLimit].Add(1)
+			b.autoc.logRefusal(b.log, b.now(), logrus.Fields{"topic": h.topic, "peer": bornHostOfString(w), "limit": b.cfg.AutoCreateTopicLimit},
+				"topic not auto-created by a send: the topic table is at autoCreateTopicLimit")
+			b.reply(w, req, remoting.TopicNotExist, fmt.Sprintf("topic[%s] not exist, apply first please! (not auto-created: the broker holds %d topics, autoCreateTopicLimit)", h.topic, b.cfg.AutoCreateTopicLimit))
+		} else if errors.Is(err, meta.ErrTopicNotExist) || errors.Is(err, meta.ErrNoInheritPerm) {
 			b.reply(w, req, remoting.TopicNotExist, fmt.Sprintf("topic[%s] not exist, apply first please! (autoCreateTopicEnable=%v)", h.topic, b.cfg.AutoCreateTopicEnable))
 		} else {
 			b.reply(w, req, remoting.SystemError, "creating topic "+h.topic+": "+err.Error())
@@ -267,6 +274,9 @@ func (b *Broker) resolveTopic(w remoting.ResponseWriter, req *remoting.Command, 
 		b.log.WithError(err).WithField("topic", h.topic).Warn("topic created but not persisted")
 	}
 	if created {
+		if !strings.HasPrefix(h.topic, meta.RetryGroupTopicPrefix) {
+			b.autoc.createdTopics.Add(1)
+		}
 		b.log.WithField("topic", h.topic).Info("topic auto-created by a send")
 		b.triggerRegister()
 	}

@@ -10,6 +10,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/rmqha/rmqha/libs/broker/route"
 	"github.com/rmqha/rmqha/libs/commitlog/vfs"
 )
 
@@ -135,6 +136,46 @@ func TestAutoCreateGroupLimit(t *testing.T) {
 	_, err = gt.Put(NewSubscriptionGroupConfig("admin-made"))
 	require.NoError(t, err)
 	require.Equal(t, 4, gt.Len())
+}
+
+// The send auto-create limit counts every topic of the table (TBW102 and
+// retry topics included) and refuses new ones with ErrTopicLimit (an
+// ErrTopicNotExist); existing topics are still found, and retry topics and
+// admin puts are not limited by it.
+func TestAutoCreateTopicLimit(t *testing.T) {
+	cfg, _, _, _ := testConfig(t)
+	probe, err := NewTopicTable(cfg)
+	require.NoError(t, err)
+	base := probe.Len() // TBW102 and the system topics made at open
+	cfg.StorePathRootDir = t.TempDir()
+	cfg.AutoCreateTopicLimit = base + 3
+	tt, err := NewTopicTable(cfg)
+	require.NoError(t, err)
+	require.Equal(t, base, tt.Len())
+	for i := base; i < base+3; i++ {
+		_, created, err := tt.CreateTopicInSendMessage(fmt.Sprintf("t%d", i), AutoCreateTopicKey, 4)
+		require.NoError(t, err)
+		require.True(t, created)
+	}
+	_, created, err := tt.CreateTopicInSendMessage("one-more", AutoCreateTopicKey, 4)
+	require.ErrorIs(t, err, ErrTopicLimit)
+	require.ErrorIs(t, err, ErrTopicNotExist)
+	require.False(t, created)
+	require.Contains(t, err.Error(), "autoCreateTopicLimit")
+	_, ok := tt.Get("one-more")
+	require.False(t, ok, "nothing stored")
+	_, created, err = tt.CreateTopicInSendMessage(fmt.Sprintf("t%d", base), AutoCreateTopicKey, 4)
+	require.NoError(t, err, "an existing topic is found at the limit")
+	require.False(t, created)
+	_, created, err = tt.CreateRetryTopic("g", 1, Wait)
+	require.NoError(t, err)
+	require.True(t, created)
+	_, _, err = tt.PutIfAbsent(route.NewTopicConfig("admin-made"))
+	require.NoError(t, err)
+	require.Equal(t, base+5, tt.Len())
+	bad := DefaultConfig()
+	bad.AutoCreateTopicLimit = -1
+	require.ErrorIs(t, bad.Validate(), ErrInvalidConfig)
 }
 
 // Close writes the pending batch; a failed batch rewrite is retried by the

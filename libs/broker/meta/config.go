@@ -48,6 +48,11 @@ type Config struct {
 	// table holds this many groups (Put, used by admin requests, is not
 	// limited); 0 means no limit. Default 10000.
 	AutoCreateSubscriptionGroupLimit int
+	// AutoCreateTopicLimit stops sends from creating topics once the topic
+	// table holds this many topics, retry topics included (admin updates,
+	// retry and dead-letter topics are not limited by it); 0 means no limit.
+	// Default 20000.
+	AutoCreateTopicLimit int
 	// PersistBatchInterval is the longest a change made with Batch waits
 	// before its table is rewritten; 0 means the default. Default 500ms.
 	PersistBatchInterval time.Duration
@@ -79,6 +84,7 @@ func DefaultConfig() Config {
 		DefaultTopicQueueNums:            8,
 		AutoCreateSubscriptionGroup:      true,
 		AutoCreateSubscriptionGroupLimit: 10000,
+		AutoCreateTopicLimit:             20000,
 		PersistBatchInterval:             defaultPersistBatchInterval,
 		PersistBatchSize:                 defaultPersistBatchSize,
 		FS:                               vfs.Default,
@@ -98,6 +104,8 @@ func (c Config) Validate() error {
 		return fmt.Errorf("%w: DefaultTopicQueueNums must be > 0, got %d", ErrInvalidConfig, c.DefaultTopicQueueNums)
 	case c.AutoCreateSubscriptionGroupLimit < 0:
 		return fmt.Errorf("%w: AutoCreateSubscriptionGroupLimit must be >= 0, got %d", ErrInvalidConfig, c.AutoCreateSubscriptionGroupLimit)
+	case c.AutoCreateTopicLimit < 0:
+		return fmt.Errorf("%w: AutoCreateTopicLimit must be >= 0, got %d", ErrInvalidConfig, c.AutoCreateTopicLimit)
 	case c.PersistBatchInterval < 0:
 		return fmt.Errorf("%w: PersistBatchInterval must be >= 0, got %v", ErrInvalidConfig, c.PersistBatchInterval)
 	case c.PersistBatchSize < 0:

@@ -54,7 +54,9 @@
 // TopicTable.WaitDurable before answering: it returns at once for a topic
 // already written, else after the rewrite it triggers or joins. Close
 // writes what is pending. SubscriptionGroupTable.FindOrCreate refuses to
-// auto-create beyond AutoCreateSubscriptionGroupLimit groups (ErrGroupLimit).
+// auto-create beyond AutoCreateSubscriptionGroupLimit groups (ErrGroupLimit),
+// TopicTable.CreateTopicInSendMessage to create a topic once the table holds
+// AutoCreateTopicLimit topics (ErrTopicLimit).
 //
 // Offset tables change far more often and are persisted when the caller
 // ticks Persist (Java does it every 5 s and on shutdown); Persist writes

@@ -28,6 +28,11 @@ var (
 	// the table already holds AutoCreateSubscriptionGroupLimit groups; it
 	// wraps ErrGroupNotExist.
 	ErrGroupLimit = fmt.Errorf("%w: auto-create limit reached", ErrGroupNotExist)
+	// ErrTopicLimit is returned by CreateTopicInSendMessage when the topic is
+	// unknown and the table already holds AutoCreateTopicLimit topics; it
+	// wraps ErrTopicNotExist (RocketMQ answers a topic a send cannot create
+	// TOPIC_NOT_EXIST).
+	ErrTopicLimit = fmt.Errorf("%w: auto-create limit reached", ErrTopicNotExist)
 	// ErrInvalidSnapshot is returned when a snapshot or file body cannot be
 	// decoded or fails validation.
 	ErrInvalidSnapshot = errors.New("meta: invalid snapshot")

@@ -206,6 +206,8 @@ func (tt *TopicTable) ApplySnapshot(data []byte) (bool, error) { return tt.t.app
 // inherit bit (TBW102 counts as read-write only when AutoCreateTopicEnable is
 // off); the new topic gets min(queueNums, default writeQueueNums) read and
 // write queues (at least 0) and the default's perm without the inherit bit.
+// A table already holding AutoCreateTopicLimit topics creates none
+// (ErrTopicLimit, which wraps ErrTopicNotExist).
 // ErrTopicNotExist / ErrNoInheritPerm mean "answer TOPIC_NOT_EXIST". Any
 // other error is a persist failure: the topic was created (created true)
 // and can be used.
@@ -217,6 +219,10 @@ func (tt *TopicTable) CreateTopicInSendMessage(topic, defaultTopic string, queue
 	if tc, ok := tt.t.items[topic]; ok {
 		tt.t.mu.Unlock()
 		return tc.Clone(), false, nil
+	}
+	if lim := tt.t.cfg.AutoCreateTopicLimit; lim > 0 && len(tt.t.items) >= lim {
+		tt.t.mu.Unlock()
+		return TopicConfig{}, false, fmt.Errorf("%w: %q: the table holds %d topics (autoCreateTopicLimit)", ErrTopicLimit, topic, lim)
 	}
 	def, ok := tt.t.items[defaultTopic]
 	if !ok {
