@@ -46,6 +46,23 @@
 //     brokers are stopped: after the restart every acknowledged message is delivered again to a
 //     normal consumer, byte-exact, and the brokers report the rebuilt queues.
 //
+// Transport (the master's remoting port, before any request is understood; transport_test.go):
+//
+//   - TestTransport/HeldFrames: 16 connections announce frames of almost 16 MiB, send all but
+//     64 KiB and hold: read buffers stay within serverMaxBytesInFlight, the frame deadline
+//     (serverFrameTimeoutMillis) closes every one, the memory is returned afterwards.
+//   - TestTransport/OversizedLength: length prefixes above the largest frame and negative
+//     ones close the connection at the prefix, nothing allocated.
+//   - TestTransport/Slowloris: connections trickling one byte per 250 ms are closed at the
+//     frame deadline.
+//   - TestTransport/RequestFlood: one connection pipelines 30,000 sends and reads no answer:
+//     bounded memory, everyone else served.
+//   - TestConnectionFlood: 200 connections against serverMaxConnections=32: the rest are
+//     closed at accept and counted, the connected producer is served during the flood and a
+//     new one after it.
+//   - TestTLSMismatch: TLS ClientHellos to a tls.server.mode=disabled master and plain
+//     requests to an enforcing slave are refused and counted; both keep serving.
+//
 // Run with the binaries built (scripts/build.sh bin, then RMQHA_BIN_DIR=$PWD/bin), or let
 // tools/e2e build them.
 package attacktest

@@ -3,6 +3,7 @@ package attacktest
 import (
 	"bufio"
 	"context"
+	"crypto/tls"
 	"encoding/json"
 	"fmt"
 	"net/http"
@@ -29,6 +30,9 @@ type Config struct {
 	// RSSBudget is the most resident memory, in bytes, each broker process may use when the
 	// invariants are checked. Default 128 MiB.
 	RSSBudget int64
+	// SlaveTLS, when set, is the client TLS configuration the invariants read the slave with
+	// (a slave whose remoting port runs tls.server.mode=enforcing). Default nil: plain.
+	SlaveTLS *tls.Config
 }
 
 // Fixture is a running broker group under attack, with the history of the normal sends made
@@ -195,8 +199,21 @@ func (f *Fixture) CheckInvariants(t *testing.T) {
 	f.WaitSlaveCaughtUp(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	if err := f.Hist.Check(ctx, f.Admin, f.MasterAddr, f.SlaveAddr); err != nil {
-		t.Fatal(err)
+	if f.cfg.SlaveTLS == nil {
+		if err := f.Hist.Check(ctx, f.Admin, f.MasterAddr, f.SlaveAddr); err != nil {
+			t.Fatal(err)
+		}
+	} else {
+		cc := remoting.DefaultClientConfig()
+		cc.TLS = f.cfg.SlaveTLS
+		sc := remoting.NewClient(cc)
+		defer sc.Close()
+		if err := f.Hist.Check(ctx, f.Admin, f.MasterAddr); err != nil {
+			t.Fatal(err)
+		}
+		if err := f.Hist.Check(ctx, sc, f.SlaveAddr); err != nil {
+			t.Fatalf("slave (over TLS): %v", err)
+		}
 	}
 	for _, p := range []*harness.Process{f.Master, f.Slave} {
 		rss, err := RSS(p)
