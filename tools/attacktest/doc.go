@@ -45,6 +45,11 @@
 //   - TestConsumeQueueFilesDamaged: consume-queue files deleted and truncated while the
 //     brokers are stopped: after the restart every acknowledged message is delivered again to a
 //     normal consumer, byte-exact, and the brokers report the rebuilt queues.
+//   - TestStrangerTables/QueueLocks: 400 LOCK_BATCH_MQ naming new groups and 25,600 queues: the
+//     lock table stops at lockMaxQueues (each group at lockMaxQueuesPerGroup), the rest are
+//     answered SYSTEM_BUSY, an orderly consumer's renewals keep being served.
+//   - TestStrangerTables/TopicAutoCreate: 1,000 sends to new topics: sends create topics until
+//     the table holds autoCreateTopicLimit, the rest are answered TOPIC_NOT_EXIST.
 //
 // Transport (the master's remoting port, before any request is understood; transport_test.go):
 //

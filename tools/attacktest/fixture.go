@@ -197,6 +197,25 @@ func (f *Fixture) CheckInvariants(t *testing.T) {
 	}
 	f.SendOK(t, "AttackInvariant", []byte("after the attack "+strconv.FormatInt(time.Now().UnixNano(), 10)))
 	f.WaitSlaveCaughtUp(t)
+	// The queues are read next: both brokers must have indexed everything they hold (after
+	// an attack that created hundreds of topics, the dispatcher is still creating their
+	// consume-queue files).
+	start := time.Now()
+	harness.Eventually(t, time.Minute, func() error {
+		for _, get := range []func() (e2e.BrokerStatus, error){f.MasterStatus, f.SlaveStatus} {
+			st, err := get()
+			if err != nil {
+				return err
+			}
+			if st.DispatchedOffset < st.MaxOffset {
+				return fmt.Errorf("dispatched %d of %d", st.DispatchedOffset, st.MaxOffset)
+			}
+		}
+		return nil
+	})
+	if d := time.Since(start); d > 100*time.Millisecond {
+		t.Logf("waited %v for the dispatchers", d.Round(time.Millisecond))
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	if f.cfg.SlaveTLS == nil {
