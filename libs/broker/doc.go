@@ -49,7 +49,11 @@
 // and its retry topic %RETRY%group, within the bounds described in autocreate.go
 // (autoCreateSubscriptionGroupLimit, autoCreatePerHeartbeat, autoCreatePerConnection,
 // heartbeatMaxGroups, heartbeatMaxSubscriptions); what they create is written to the table
-// files in batches (metadataFlushInterval, metadataFlushBatch) and never expires.
+// files in batches (metadataFlushInterval, metadataFlushBatch) and never expires. Sends create
+// unknown topics from TBW102 until the topic table holds autoCreateTopicLimit topics
+// (TOPIC_NOT_EXIST beyond), and the queue locks of orderly consumers (LOCK_BATCH_MQ) are bounded
+// per group and in total (lockMaxQueuesPerGroup, lockMaxQueues; SYSTEM_BUSY beyond), see
+// locks.go.
 //
 // # Delays and retries
 //
