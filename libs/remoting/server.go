@@ -11,6 +11,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+	"unicode/utf8"
 
 	"github.com/sirupsen/logrus"
 )
@@ -633,7 +634,7 @@ func (c *ServerConn) malformed(frame []byte, err error) bool {
 	}
 	lg.Warn("remoting: undecodable request header, answering SYSTEM_ERROR")
 	if flag&FlagOneway == 0 {
-		resp := NewResponse(nil, SystemError, "malformed request header: "+err.Error())
+		resp := NewResponse(nil, SystemError, capRemark("malformed request header: "+err.Error()))
 		resp.Opaque = opaque
 		_ = c.link.send(resp, true)
 	}
@@ -742,6 +743,26 @@ func (c *ServerConn) runHook(fn func(*ServerConn)) {
 	fn(c)
 }
 
+// maxRemarkLen bounds the remark of an answer. Remarks quote what a request named (a topic, a
+// key, a selector): a 64 KiB topic name refused in a remark that quotes it twice made each
+// answer twice the request the byte budget had charged, and the answers a peer does not read
+// are held by their handlers until the write queue has room, so memory grew to several times
+// the budget. RocketMQ's remarks are a sentence; the cut one says how much was left out.
+const maxRemarkLen = 4 << 10
+
+// capRemark returns s cut to maxRemarkLen bytes (at a UTF-8 boundary) with a note of the rest;
+// the result never shares memory with a longer s.
+func capRemark(s string) string {
+	if len(s) <= maxRemarkLen {
+		return s
+	}
+	cut := maxRemarkLen
+	for cut > 0 && !utf8.RuneStart(s[cut]) {
+		cut--
+	}
+	return s[:cut] + fmt.Sprintf("... (%d more bytes)", len(s)-cut)
+}
+
 type responseWriter struct {
 	conn    *ServerConn
 	opaque  int32
@@ -763,6 +784,7 @@ func (w *responseWriter) Write(resp *Command) error {
 		return nil
 	}
 	defer w.conn.releaseRequest(w.charge)
+	resp.Remark = capRemark(resp.Remark)
 	resp.Opaque = w.opaque
 	resp.Flag |= FlagResponse
 	return w.conn.link.send(resp, true)
