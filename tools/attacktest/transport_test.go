@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"net"
 	"strconv"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -112,6 +113,7 @@ func TestTransport(t *testing.T) {
 	t.Run("OversizedLength", func(t *testing.T) { oversizedLength(t, f) })
 	t.Run("Slowloris", func(t *testing.T) { slowloris(t, f) })
 	t.Run("RequestFlood", func(t *testing.T) { requestFlood(t, f) })
+	t.Run("UnreadAnswers", func(t *testing.T) { unreadAnswers(t, f) })
 }
 
 // 16 connections each announce a frame of almost 16 MiB (the largest the broker takes), send
@@ -336,6 +338,63 @@ func requestFlood(t *testing.T, f *Fixture) {
 	t.Logf("request flood: wrote %s of %s (%d requests) in %v without reading; master stored %s meanwhile, SYSTEM_BUSY (per connection) %v; bystander %d sends SEND_OK; master RSS %s, peak %s, after close %s",
 		mibs(int64(written)), mibs(int64(len(stream))), requests, took.Round(time.Millisecond), mibs(stored-st0.MaxOffset), busy, sends, mibs(before), mibs(peak), mibs(after))
 	require.LessOrEqual(t, peak, before+64<<20, "memory bounded while the answers are not read")
+	f.CheckInvariants(t)
+}
+
+// One connection pipelines 600 SEND_MESSAGE requests whose 64 KiB topic name is refused
+// (MESSAGE_ILLEGAL, a remark that quotes the name twice) and never reads an answer. Answers
+// carry at most 4 KiB of remark, so they stay far smaller than the requests the byte budget
+// charged (before the cap each answer was twice its request and, held by handlers waiting for
+// a full write queue, took the master to 438 MiB with a 96 MiB budget). Budget: RSS within
+// twice the byte budget plus the write queue's 32 MiB of before, and back within 32 MiB once
+// the connection is closed.
+func unreadAnswers(t *testing.T, f *Fixture) {
+	const requests = 600
+	before := rss(t, f.Master)
+	name := strings.Repeat("A", 64<<10)
+	var stream []byte
+	for i := 0; i < requests; i++ {
+		req := remoting.NewRequest(remoting.SendMessage, sendExt(name, "-1", ""), []byte("x"))
+		req.Opaque = int32(i + 1)
+		b, err := remoting.EncodeFrame(nil, req)
+		require.NoError(t, err)
+		stream = append(stream, b...)
+	}
+	c, err := net.DialTimeout("tcp", f.MasterAddr, 5*time.Second)
+	require.NoError(t, err)
+	defer c.Close()
+	done := make(chan int, 1)
+	start := time.Now()
+	go func() {
+		_ = c.SetWriteDeadline(time.Now().Add(20 * time.Second))
+		n, _ := c.Write(stream)
+		done <- n
+	}()
+	var peak, held int64
+	var written int
+	tick := time.NewTicker(100 * time.Millisecond)
+	defer tick.Stop()
+	for waiting := true; waiting; {
+		select {
+		case written = <-done:
+			waiting = false
+		case <-tick.C:
+			peak = max(peak, rss(t, f.Master))
+			held = max(held, int64(remotingMetric(t, f.MasterHTTP, "bytes_in_flight")))
+		}
+	}
+	peak = max(peak, rss(t, f.Master))
+	writing := time.Since(start)
+	busy := remotingMetric(t, f.MasterHTTP, `busy_total{reason="bytes_in_flight"}`)
+	f.SendOK(t, topic, []byte("while a connection does not read its answers"))
+	require.True(t, f.Master.Running())
+	_ = c.Close()
+	limit := before + 2*transportBytesInFlight + 32<<20
+	after, took := waitRSSBelow(t, f.Master, before+32<<20, 30*time.Second)
+	t.Logf("unread answers: wrote %s of %s (%d requests) in %v; bytes in flight peaked at %s, SYSTEM_BUSY (bytes) %v so far; master RSS %s, peak %s (budget %s), %s %v after the close",
+		mibs(int64(written)), mibs(int64(len(stream))), requests, writing.Round(time.Millisecond), mibs(held), busy, mibs(before), mibs(peak), mibs(limit), mibs(after), took.Round(100*time.Millisecond))
+	require.LessOrEqual(t, peak, limit)
+	require.LessOrEqual(t, after, before+32<<20, "the memory comes back after the close")
 	f.CheckInvariants(t)
 }
 
