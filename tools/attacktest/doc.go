@@ -62,6 +62,8 @@
 //     frame deadline.
 //   - TestTransport/RequestFlood: one connection pipelines 30,000 sends and reads no answer:
 //     bounded memory, everyone else served.
+//   - TestTransport/UnreadAnswers: pipelined sends with a 64 KiB topic name, whose refusals
+//     quote it, never read: answers stay small (remarks cut at 4 KiB), memory bounded.
 //   - TestConnectionFlood: 200 connections against serverMaxConnections=32: the rest are
 //     closed at accept and counted, the connected producer is served during the flood and a
 //     new one after it.

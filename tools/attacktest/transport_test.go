@@ -26,7 +26,7 @@ import (
 // the bounds show within seconds.
 const (
 	transportBytesInFlight = 96 << 20
-	transportFrameTimeout  = 4 * time.Second
+	transportFrameTimeout  = 3 * time.Second
 	mib                    = 1 << 20
 )
 
@@ -94,7 +94,7 @@ func waitRSSBelow(t *testing.T, p *harness.Process, limit int64, deadline time.D
 }
 
 // TestTransport plays the attacks that need nothing but the remoting port against one master
-// (serverMaxBytesInFlight 96 MiB, serverFrameTimeoutMillis 4000). Each case ends with the
+// (serverMaxBytesInFlight 96 MiB, serverFrameTimeoutMillis 3000). Each case ends with the
 // group's invariants.
 func TestTransport(t *testing.T) {
 	f := Start(t, Config{
