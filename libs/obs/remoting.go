@@ -21,6 +21,7 @@ import (
 //	<prefix>busy_total                       SYSTEM_BUSY refusals by reason (bytes_in_flight, requests_per_connection)
 //	<prefix>overload_closes_total            connections closed for a frame over budget that could not be answered
 //	<prefix>frame_timeouts_total             connections closed for a frame not completed in time
+//	<prefix>frames_refused_total             connections closed at a frame's length, by reason (too_large, malformed)
 func RemotingCollector(prefix string, stats func() remoting.ServerStats) prometheus.Collector {
 	d := func(name, help string, labels ...string) *prometheus.Desc {
 		return prometheus.NewDesc(prefix+name, help, labels, nil)
@@ -37,17 +38,18 @@ func RemotingCollector(prefix string, stats func() remoting.ServerStats) prometh
 		busy:      d("busy_total", "Requests answered SYSTEM_BUSY, by reason.", "reason"),
 		overload:  d("overload_closes_total", "Connections closed for a frame over budget that could not be answered."),
 		timeouts:  d("frame_timeouts_total", "Connections closed for a frame not completed within the frame timeout."),
+		frames:    d("frames_refused_total", "Connections closed at a frame's length prefix or header length, by reason (too_large, malformed).", "reason"),
 	}
 }
 
 type remotingCollector struct {
 	stats                                                   func() remoting.ServerStats
 	conns, connsMax, accepted, refused, handshake, inFlight *prometheus.Desc
-	inMax, busy, overload, timeouts                         *prometheus.Desc
+	inMax, busy, overload, timeouts, frames                 *prometheus.Desc
 }
 
 func (c *remotingCollector) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{c.conns, c.connsMax, c.accepted, c.refused, c.handshake, c.inFlight, c.inMax, c.busy, c.overload, c.timeouts} {
+	for _, d := range []*prometheus.Desc{c.conns, c.connsMax, c.accepted, c.refused, c.handshake, c.inFlight, c.inMax, c.busy, c.overload, c.timeouts, c.frames} {
 		ch <- d
 	}
 }
@@ -77,6 +79,8 @@ func (c *remotingCollector) Collect(ch chan<- prometheus.Metric) {
 	n(c.busy, s.BusyPerConn, "requests_per_connection")
 	n(c.overload, s.OverloadCloses)
 	n(c.timeouts, s.FrameTimeouts)
+	n(c.frames, s.FramesTooLarge, "too_large")
+	n(c.frames, s.FramesMalformed, "malformed")
 }
 
 // Listen listens on addr for a status HTTP port, serving TLS when cfg is set (httpTlsEnable).

@@ -25,7 +25,8 @@ func TestRemotingCollector(t *testing.T) {
 	reg := prometheus.NewRegistry()
 	st := remoting.ServerStats{TLSMode: remoting.TLSPermissive, OpenConnections: 3, MaxConnections: 10, AcceptedPlain: 5,
 		AcceptedTLS: 2, RefusedLimit: 1, RefusedPlain: 4, HandshakesOK: 2, HandshakesFailed: 1,
-		BytesInFlight: 4096, MaxBytesInFlight: 1 << 20, BusyBytes: 7, FrameTimeouts: 9}
+		BytesInFlight: 4096, MaxBytesInFlight: 1 << 20, BusyBytes: 7, FrameTimeouts: 9,
+		FramesTooLarge: 3, FramesMalformed: 2}
 	reg.MustRegister(RemotingCollector("rmqha_test_remoting_", func() remoting.ServerStats { return st }))
 	want := `
 # HELP rmqha_test_remoting_connections Open remoting connections.
@@ -51,14 +52,19 @@ rmqha_test_remoting_busy_total{reason="requests_per_connection"} 0
 # HELP rmqha_test_remoting_frame_timeouts_total Connections closed for a frame not completed within the frame timeout.
 # TYPE rmqha_test_remoting_frame_timeouts_total counter
 rmqha_test_remoting_frame_timeouts_total 9
+# HELP rmqha_test_remoting_frames_refused_total Connections closed at a frame's length prefix or header length, by reason (too_large, malformed).
+# TYPE rmqha_test_remoting_frames_refused_total counter
+rmqha_test_remoting_frames_refused_total{reason="malformed"} 2
+rmqha_test_remoting_frames_refused_total{reason="too_large"} 3
 `
 	require.NoError(t, testutil.GatherAndCompare(reg, strings.NewReader(want),
 		"rmqha_test_remoting_connections", "rmqha_test_remoting_connections_refused_total",
 		"rmqha_test_remoting_tls_handshakes_total", "rmqha_test_remoting_bytes_in_flight",
-		"rmqha_test_remoting_busy_total", "rmqha_test_remoting_frame_timeouts_total"))
+		"rmqha_test_remoting_busy_total", "rmqha_test_remoting_frame_timeouts_total",
+		"rmqha_test_remoting_frames_refused_total"))
 	n, err := testutil.GatherAndCount(reg)
 	require.NoError(t, err)
-	require.Equal(t, 16, n)
+	require.Equal(t, 18, n)
 }
 
 func selfSignedForTest(t *testing.T) tls.Certificate {

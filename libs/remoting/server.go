@@ -594,9 +594,11 @@ func (c *ServerConn) readFailed(err error, size int64) {
 	var ne net.Error
 	switch {
 	case errors.Is(err, ErrFrameTooLarge):
+		c.srv.stats.framesTooLarge.Add(1)
 		c.log.WithFields(logrus.Fields{"size": size, "max": c.srv.cfg.MaxFrameSize}).
 			Warn("remoting: frame too large, closing connection")
 	case errors.Is(err, ErrMalformed):
+		c.srv.stats.framesMalformed.Add(1)
 		c.log.WithFields(logrus.Fields{"size": size}).WithError(err).
 			Warn("remoting: bad frame length, closing connection")
 	case c.link.isClosed() || c.srv.isClosed():

@@ -184,6 +184,11 @@ func TestServerOversizeFrame(t *testing.T) {
 	rc.write(binary.BigEndian.AppendUint32(nil, 1025))
 	rc.expectClosed()
 	require.Eventually(t, func() bool { return hasLog(hook, "frame too large", "peer", "size") }, 5*time.Second, 5*time.Millisecond)
+	require.Eventually(t, func() bool { return s.Stats().FramesTooLarge == 1 }, 5*time.Second, 5*time.Millisecond)
+	rc = dialRaw(t, s.Addr().String())
+	rc.write(binary.BigEndian.AppendUint32(nil, 0xffffffff)) // negative
+	rc.expectClosed()
+	require.Eventually(t, func() bool { return s.Stats().FramesMalformed == 1 }, 5*time.Second, 5*time.Millisecond)
 	// Exactly at the limit is fine.
 	rc = dialRaw(t, s.Addr().String())
 	c := req(testCode, 1, nil)

@@ -32,16 +32,21 @@ type ServerStats struct {
 	OverloadCloses int64
 	// FrameTimeouts counts connections closed because a frame was not complete in time.
 	FrameTimeouts int64
+	// FramesTooLarge counts connections closed at a length prefix above MaxFrameSize;
+	// FramesMalformed those closed at a length below the header word or a header running past
+	// its frame. Nothing is allocated for either.
+	FramesTooLarge, FramesMalformed int64
 }
 
 type serverCounters struct {
-	open                          atomic.Int64
-	acceptedPlain, acceptedTLS    atomic.Int64
-	refusedLimit                  atomic.Int64
-	refusedPlain, refusedTLS      atomic.Int64
-	hsOK, hsFailed, hsTimeout     atomic.Int64
-	busyBytes, busyPerConn        atomic.Int64
-	overloadCloses, frameTimeouts atomic.Int64
+	open                            atomic.Int64
+	acceptedPlain, acceptedTLS      atomic.Int64
+	refusedLimit                    atomic.Int64
+	refusedPlain, refusedTLS        atomic.Int64
+	hsOK, hsFailed, hsTimeout       atomic.Int64
+	busyBytes, busyPerConn          atomic.Int64
+	overloadCloses, frameTimeouts   atomic.Int64
+	framesTooLarge, framesMalformed atomic.Int64
 }
 
 // Stats returns the current counters.
@@ -65,6 +70,8 @@ func (s *Server) Stats() ServerStats {
 		BusyPerConn:       c.busyPerConn.Load(),
 		OverloadCloses:    c.overloadCloses.Load(),
 		FrameTimeouts:     c.frameTimeouts.Load(),
+		FramesTooLarge:    c.framesTooLarge.Load(),
+		FramesMalformed:   c.framesMalformed.Load(),
 	}
 }
 
