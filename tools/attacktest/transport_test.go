@@ -189,9 +189,11 @@ func heldFrames(t *testing.T, f *Fixture, base int64) {
 
 // Length prefixes above the largest frame (16 MiB + 1, 256 MiB, 2 GiB - 1) and negative ones
 // are refused at the prefix: the connection is closed and nothing is allocated for it (bytes in
-// flight stay 0, RSS within 8 MiB of before).
+// flight stay 0, RSS within 16 MiB of before), and frames_refused_total counts each.
 func oversizedLength(t *testing.T, f *Fixture) {
 	before := rss(t, f.Master)
+	tooLarge0 := remotingMetric(t, f.MasterHTTP, `frames_refused_total{reason="too_large"}`)
+	malformed0 := remotingMetric(t, f.MasterHTTP, `frames_refused_total{reason="malformed"}`)
 	prefixes := []uint32{16<<20 + 1, 256 << 20, 0x7fffffff, 0xffffffff, 0x80000000}
 	const each = 10
 	var slowest time.Duration
@@ -211,9 +213,13 @@ func oversizedLength(t *testing.T, f *Fixture) {
 		require.Zero(t, remotingMetric(t, f.MasterHTTP, "bytes_in_flight"))
 	}
 	after := rss(t, f.Master)
-	t.Logf("oversized length prefixes: %d connections closed at the prefix (slowest %v); master RSS %s -> %s",
-		len(prefixes)*each, slowest.Round(time.Millisecond), mibs(before), mibs(after))
-	require.LessOrEqual(t, after, before+8<<20, "nothing allocated for announced lengths")
+	tooLarge := remotingMetric(t, f.MasterHTTP, `frames_refused_total{reason="too_large"}`) - tooLarge0
+	malformed := remotingMetric(t, f.MasterHTTP, `frames_refused_total{reason="malformed"}`) - malformed0
+	t.Logf("oversized length prefixes: %d connections closed at the prefix (slowest %v), counted too_large %v, malformed %v; master RSS %s -> %s",
+		len(prefixes)*each, slowest.Round(time.Millisecond), tooLarge, malformed, mibs(before), mibs(after))
+	require.EqualValues(t, 3*each, tooLarge)
+	require.EqualValues(t, 2*each, malformed, "negative lengths")
+	require.LessOrEqual(t, after, before+16<<20, "nothing allocated for announced lengths")
 	require.True(t, f.Master.LogContains("frame too large"), "the refusal is logged")
 	f.CheckInvariants(t)
 }
@@ -281,8 +287,8 @@ func slowloris(t *testing.T, f *Fixture) {
 // while the bystander producer keeps sending on its own connection. The broker answers at most
 // MaxInflightPerConn requests in flight per connection (SYSTEM_BUSY beyond), stops reading
 // when the answers it cannot write pile up (a bounded write queue), and the connection's
-// memory is bounded: RSS within 64 MiB of before while the flood is queued, and the process
-// answers everyone else.
+// memory is bounded: RSS within the byte budget (96 MiB) of before while the flood is queued,
+// and the process answers everyone else.
 func requestFlood(t *testing.T, f *Fixture) {
 	const requests, size = 30000, 256
 	before := rss(t, f.Master)
@@ -334,10 +340,10 @@ func requestFlood(t *testing.T, f *Fixture) {
 	busy := remotingMetric(t, f.MasterHTTP, `busy_total{reason="requests_per_connection"}`)
 	require.True(t, f.Master.Running())
 	_ = c.Close()
-	after, _ := waitRSSBelow(t, f.Master, before+64<<20, 10*time.Second)
+	after, _ := waitRSSBelow(t, f.Master, before+transportBytesInFlight, 10*time.Second)
 	t.Logf("request flood: wrote %s of %s (%d requests) in %v without reading; master stored %s meanwhile, SYSTEM_BUSY (per connection) %v; bystander %d sends SEND_OK; master RSS %s, peak %s, after close %s",
 		mibs(int64(written)), mibs(int64(len(stream))), requests, took.Round(time.Millisecond), mibs(stored-st0.MaxOffset), busy, sends, mibs(before), mibs(peak), mibs(after))
-	require.LessOrEqual(t, peak, before+64<<20, "memory bounded while the answers are not read")
+	require.LessOrEqual(t, peak, before+transportBytesInFlight, "memory bounded while the answers are not read")
 	f.CheckInvariants(t)
 }
 
