@@ -176,3 +176,42 @@ func TestAutoCreateTopicLimitOnSend(t *testing.T) {
 	require.Contains(t, metrics, `rmqha_broker_autocreate_refused_total{reason="topic_limit"} 1`)
 	require.Contains(t, metrics, `rmqha_broker_autocreate_total{kind="topic"} 2`)
 }
+
+// FuzzQueueLocks drives the lock table with lock, unlock and clock steps decoded from the
+// input: the table never holds more than its bounds, its count matches its entries, and a
+// refused request adds nothing.
+func FuzzQueueLocks(f *testing.F) {
+	f.Add([]byte{0, 1, 2, 3, 4, 5, 6, 7, 8, 9})
+	f.Add([]byte{0x10, 0x20, 0xff, 0x31, 0x07, 0x80, 0x41, 0x0c})
+	f.Fuzz(func(t *testing.T, ops []byte) {
+		l := newQueueLocks(5, 12)
+		now := time.Unix(0, 0)
+		for i := 0; i+1 < len(ops); i += 2 {
+			op, arg := ops[i], ops[i+1]
+			group := "g" + strconv.Itoa(int(op>>4)%4)
+			client := "c" + strconv.Itoa(int(op>>2)%3)
+			qs := mqs("T", int(arg%8), int(arg>>4)%9)
+			switch op % 4 {
+			case 0, 1:
+				before := l.size()
+				got, err := l.tryLock(group, client, qs, now)
+				if err != nil {
+					require.LessOrEqual(t, l.size(), before, "a refusal adds nothing (a sweep may drop expired locks)")
+					require.Nil(t, got)
+				}
+			case 2:
+				l.unlock(group, client, qs)
+			case 3:
+				now = now.Add(time.Duration(arg) * time.Second)
+			}
+			n := 0
+			for _, g := range l.table {
+				require.NotEmpty(t, g, "empty groups are removed")
+				require.LessOrEqual(t, len(g), 5)
+				n += len(g)
+			}
+			require.Equal(t, n, l.size())
+			require.LessOrEqual(t, n, 12)
+		}
+	})
+}
