@@ -53,7 +53,7 @@
 //
 // Transport (the master's remoting port, before any request is understood; transport_test.go):
 //
-//   - TestTransport/HeldFrames: 16 connections announce frames of almost 16 MiB, send all but
+//   - TestTransport/HeldFrames: 12 connections announce frames of almost 16 MiB, send all but
 //     64 KiB and hold: read buffers stay within serverMaxBytesInFlight, the frame deadline
 //     (serverFrameTimeoutMillis) closes every one, the memory is returned afterwards.
 //   - TestTransport/OversizedLength: length prefixes above the largest frame and negative
@@ -64,7 +64,7 @@
 //     bounded memory, everyone else served.
 //   - TestTransport/UnreadAnswers: pipelined sends with a 64 KiB topic name, whose refusals
 //     quote it, never read: answers stay small (remarks cut at 4 KiB), memory bounded.
-//   - TestConnectionFlood: 200 connections against serverMaxConnections=32: the rest are
+//   - TestTransport/ConnectionFlood: 200 connections against serverMaxConnections=32: the rest are
 //     closed at accept and counted, the connected producer is served during the flood and a
 //     new one after it.
 //   - TestTLSMismatch: TLS ClientHellos to a tls.server.mode=disabled master and plain
