@@ -228,6 +228,14 @@ type Config struct {
 	// enablePropertyFilter. Default false, as in RocketMQ.
 	FilterSupportRetry bool `prop:"filterSupportRetry"`
 
+	// --- Request-reply (reply.go). ---
+
+	// StoreReplyMessageEnable also stores every reply (SEND_REPLY_MESSAGE) in its topic, pushed
+	// to its requester or not. On, a slave refuses replies (SERVICE_NOT_AVAILABLE) as it
+	// refuses sends; off, nothing is stored and any broker the requester heartbeats pushes.
+	// Default true, as in RocketMQ.
+	StoreReplyMessageEnable bool `prop:"storeReplyMessageEnable"`
+
 	// Bounds on what clients make the broker create and store (heartbeats, pulls, send-backs
 	// and sends to %RETRY% topics auto-create subscription groups and retry topics).
 	//
@@ -305,6 +313,7 @@ func DefaultConfig() Config {
 		FailoverLeaseTTL:              2 * time.Second,
 		FailoverSafetyMargin:          600 * time.Millisecond,
 		AclPlainFile:                  "conf/plain_acl.yml",
+		StoreReplyMessageEnable:       true,
 		ClientExpiry:                  120 * time.Second,
 		OffsetPersistInterval:         5 * time.Second,
 		Config:                        tlsconf.DefaultConfig(),
