@@ -407,9 +407,9 @@ func (c Config) Validate() error {
 	if c.MappedFileSizeCommitLog < 4096 {
 		return bad("mappedFileSizeCommitLog", "%d < 4096", c.MappedFileSizeCommitLog)
 	}
-	if int64(c.MaxMessageSize) > c.MappedFileSizeCommitLog/2 {
-		return bad("maxMessageSize", "%d does not fit twice in mappedFileSizeCommitLog %d", c.MaxMessageSize, c.MappedFileSizeCommitLog)
-	}
+	// A maxMessageSize near or above mappedFileSizeCommitLog is allowed, as in RocketMQ: a
+	// message whose record does not fit an empty CommitLog file is refused (MESSAGE_ILLEGAL)
+	// when it is sent, not the configuration.
 	if c.FlushIntervalCommitLog <= 0 {
 		return bad("flushIntervalCommitLog", "must be > 0")
 	}
