@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -27,6 +28,8 @@ func TestMain(m *testing.M) {
 }
 
 const readyTimeout = 60 * time.Second
+
+var instanceSeq atomic.Int64
 
 // signed is req signed with the registration secret, as mqadmin -registrationSecretFile sends it.
 func signed(secret string, code int32, ext map[string]string) *remoting.Command {
@@ -108,7 +111,7 @@ func newProducer(t *testing.T, g *e2e.Group, name string) rocketmq.Producer {
 	p, err := rocketmq.NewProducer(
 		producer.WithNameServer([]string{g.NamesrvAddr}),
 		producer.WithGroupName("pg-"+name),
-		producer.WithInstanceName(fmt.Sprintf("%s-%d", name, os.Getpid())),
+		producer.WithInstanceName(fmt.Sprintf("%s-%d-%d", name, os.Getpid(), instanceSeq.Add(1))),
 		producer.WithRetry(0),
 	)
 	require.NoError(t, err)
@@ -126,11 +129,26 @@ func send(p rocketmq.Producer, topic, body string) (*primitive.SendResult, error
 // TestWipeWritePermDrainsProducers: after wipeWritePerm a producer finds no writable queue of
 // the broker while a consumer still reads everything; addWritePerm gives writes back.
 func TestWipeWritePermDrainsProducers(t *testing.T) {
+	t.Run("memory", func(t *testing.T) { wipeDrains(t, false) })
+	t.Run("consul", func(t *testing.T) { wipeDrains(t, true) })
+}
+
+func wipeDrains(t *testing.T, onConsul bool) {
 	cfg := e2e.DefaultGroupConfig()
 	cfg.NoSlave = true
 	cfg.MasterRole = "ASYNC_MASTER"
 	cfg.RegistrationSecret = harness.NewSecret()
+	if onConsul {
+		// The name server's registry (and the overlay of its admin changes) on Consul; the
+		// processes inherit CONSUL_HTTP_ADDR.
+		cons := harness.StartConsulT(t)
+		t.Setenv("CONSUL_HTTP_ADDR", cons.HTTPAddr())
+		cfg.ExtraNamesrv = []string{"registryBackend=consul"}
+	}
 	g := e2e.StartGroup(t, cfg)
+	if onConsul {
+		require.True(t, g.Namesrv.LogContains("registry=consul"), "the name server runs on Consul")
+	}
 	const topic = "DrainTopic"
 	g.CreateTopic(t, topic, 2)
 	c := newClient(t)
@@ -161,7 +179,7 @@ func TestWipeWritePermDrainsProducers(t *testing.T) {
 	received := map[string]int{}
 	recv := make(chan string, 64)
 	pc, err := rocketmq.NewPushConsumer(consumer.WithNameServer([]string{g.NamesrvAddr}), consumer.WithGroupName("cg-drain"),
-		consumer.WithInstance(fmt.Sprint("cg-drain-", os.Getpid())), consumer.WithConsumeFromWhere(consumer.ConsumeFromFirstOffset))
+		consumer.WithInstance(fmt.Sprint("cg-drain-", os.Getpid(), "-", onConsul)), consumer.WithConsumeFromWhere(consumer.ConsumeFromFirstOffset))
 	require.NoError(t, err)
 	require.NoError(t, pc.Subscribe(topic, consumer.MessageSelector{}, func(_ context.Context, msgs ...*primitive.MessageExt) (consumer.ConsumeResult, error) {
 		for _, m := range msgs {
