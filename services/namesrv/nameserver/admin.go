@@ -427,22 +427,13 @@ func (s *Server) kvList(w remoting.ResponseWriter, req *remoting.Command) {
 }
 
 // namesrvConfig answers GET_NAMESRV_CONFIG: every key of the effective configuration as
-// RocketMQ's properties text, sorted, secrets masked.
+// RocketMQ's properties text, sorted, secrets and passwords masked (props.Dump's rule).
 func (s *Server) namesrvConfig(w remoting.ResponseWriter, req *remoting.Command) {
 	cfg := s.cfg
 	dump := props.Dump(&cfg)
 	var b strings.Builder
 	for _, k := range sortedKeysOf(dump) {
-		v := dump[k]
-		if strings.Contains(strings.ToLower(k), "secret") && !strings.HasSuffix(k, "File") && v != "" {
-			v = "****"
-		}
-		if strings.EqualFold(k, "tls.server.keyPassword") || strings.EqualFold(k, "tls.client.keyPassword") {
-			if v != "" {
-				v = "****"
-			}
-		}
-		b.WriteString(k + "=" + v + "\n")
+		b.WriteString(k + "=" + dump[k] + "\n")
 	}
 	reply(w, req, remoting.Success, "", []byte(b.String()))
 }
