@@ -158,7 +158,8 @@ type lockBody struct {
 //	metasync)                  GET_ALL_CONSUMER_OFFSET, GET_ALL_DELAY_OFFSET
 //	other writes               PUT_KV_CONFIG, DELETE_KV_CONFIG, WIPE_WRITE_PERM_OF_BROKER,
 //	                           ADD_WRITE_PERM_OF_BROKER, DELETE_TOPIC_IN_NAMESRV, TRIGGER_DELETE_FILES,
-//	                           INVOKE_BROKER_TO_RESET_OFFSET, GET_BROKER_CONFIG
+//	                           INVOKE_BROKER_TO_RESET_OFFSET, GET_BROKER_CONFIG, GET_NAMESRV_CONFIG,
+//	                           UPDATE_NAMESRV_CONFIG
 //
 // Read-only lookups (routes, cluster and topic lists, runtime info, offsets) need only a valid
 // signature of any account.
@@ -169,7 +170,8 @@ func NeedsAdmin(code int32) bool {
 		remoting.RegisterBroker, remoting.UnregisterBroker, remoting.QueryDataVersion, remoting.BrokerHeartbeat,
 		remoting.GetAllTopicConfig, remoting.GetAllSubscriptionGroupConfig, remoting.GetAllConsumerOffset, remoting.GetAllDelayOffset,
 		remoting.PutKVConfig, remoting.DeleteKVConfig, remoting.WipeWritePermOfBroker, remoting.AddWritePermOfBroker,
-		remoting.DeleteTopicInNameSrv, remoting.TriggerDeleteFiles, remoting.InvokeBrokerToResetOffset, remoting.GetBrokerConfig:
+		remoting.DeleteTopicInNameSrv, remoting.TriggerDeleteFiles, remoting.InvokeBrokerToResetOffset, remoting.GetBrokerConfig,
+		remoting.GetNamesrvConfig, remoting.UpdateNamesrvConfig:
 		return true
 	}
 	return false

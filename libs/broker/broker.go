@@ -83,7 +83,8 @@ type Broker struct {
 	// haTLSSrv and haTLSCli are the HA link's TLS configurations (haTlsEnable), nil without it.
 	haTLSSrv, haTLSCli *tls.Config
 
-	sqlf selectorStats // SQL92 evaluations and refusals (sqlfilter.go)
+	sqlf    selectorStats // SQL92 evaluations and refusals (sqlfilter.go)
+	replies replyStats    // request-reply pushes and refusals (reply.go)
 
 	lateAnswers atomic.Int64 // answers written while stopping (flushed before connections close)
 	sendRejects atomic.Uint64

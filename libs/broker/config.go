@@ -228,6 +228,14 @@ type Config struct {
 	// enablePropertyFilter. Default false, as in RocketMQ.
 	FilterSupportRetry bool `prop:"filterSupportRetry"`
 
+	// --- Request-reply (reply.go). ---
+
+	// StoreReplyMessageEnable also stores every reply (SEND_REPLY_MESSAGE) in its topic, pushed
+	// to its requester or not. On, a slave refuses replies (SERVICE_NOT_AVAILABLE) as it
+	// refuses sends; off, nothing is stored and any broker the requester heartbeats pushes.
+	// Default true, as in RocketMQ.
+	StoreReplyMessageEnable bool `prop:"storeReplyMessageEnable"`
+
 	// Bounds on what clients make the broker create and store (heartbeats, pulls, send-backs
 	// and sends to %RETRY% topics auto-create subscription groups and retry topics).
 	//
@@ -320,6 +328,7 @@ func DefaultConfig() Config {
 		FailoverLeaseTTL:              2 * time.Second,
 		FailoverSafetyMargin:          600 * time.Millisecond,
 		AclPlainFile:                  "conf/plain_acl.yml",
+		StoreReplyMessageEnable:       true,
 		ClientExpiry:                  120 * time.Second,
 		OffsetPersistInterval:         5 * time.Second,
 		Config:                        tlsconf.DefaultConfig(),
@@ -416,9 +425,9 @@ func (c Config) Validate() error {
 	if c.MappedFileSizeCommitLog < 4096 {
 		return bad("mappedFileSizeCommitLog", "%d < 4096", c.MappedFileSizeCommitLog)
 	}
-	if int64(c.MaxMessageSize) > c.MappedFileSizeCommitLog/2 {
-		return bad("maxMessageSize", "%d does not fit twice in mappedFileSizeCommitLog %d", c.MaxMessageSize, c.MappedFileSizeCommitLog)
-	}
+	// A maxMessageSize near or above mappedFileSizeCommitLog is allowed, as in RocketMQ: a
+	// message whose record does not fit an empty CommitLog file is refused (MESSAGE_ILLEGAL)
+	// when it is sent, not the configuration.
 	if c.FlushIntervalCommitLog <= 0 {
 		return bad("flushIntervalCommitLog", "must be > 0")
 	}

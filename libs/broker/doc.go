@@ -80,6 +80,14 @@
 // (package filter) is TRUE for; refusals and their codes, retry topics (filterSupportRetry) and
 // the metrics are described in sqlfilter.go.
 //
+// # Request-reply
+//
+// SEND_REPLY_MESSAGE and SEND_REPLY_MESSAGE_V2 push a consumer's reply to its requester's
+// connection (PUSH_REPLY_MESSAGE_TO_CLIENT, found by REPLY_TO_CLIENT among the producers that
+// heartbeat this broker) and, with storeReplyMessageEnable, store it in its topic
+// (<cluster>_REPLY_TOPIC, one queue, a system topic every broker creates). The answers, the
+// differences from RocketMQ and the metrics are described in reply.go.
+//
 // # Not implemented
 //
 // Transactions and Java's VIP port (listenPort-2) are not served.

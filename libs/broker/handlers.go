@@ -15,6 +15,8 @@ func (b *Broker) registerHandlers() {
 	h(remoting.SendMessageV2, b.handleSend)
 	h(remoting.SendBatchMessage, b.handleSend)
 	h(remoting.ConsumerSendMsgBack, b.handleSendBack)
+	h(remoting.SendReplyMessage, b.handleSendReply)
+	h(remoting.SendReplyMessageV2, b.handleSendReply)
 	// Consuming.
 	h(remoting.PullMessage, b.handlePull)
 	h(remoting.QueryConsumerOffset, b.handleQueryConsumerOffset)

@@ -170,11 +170,27 @@ func assign(f field, s string) error {
 	return nil
 }
 
+// Options tune LoadOptions.
+type Options struct {
+	// Foreign are keys the program's RocketMQ counterpart reads that have no field here (a
+	// RocketMQ broker.conf carries them): set in the properties file they are accepted and
+	// handed to Ignored instead of refused. Keys bound to a field are never foreign.
+	Foreign map[string]bool
+	// Ignored receives every foreign key the file set, with its value and where it came from
+	// ("broker.conf:12"). Nil drops them.
+	Ignored func(key, value, source string)
+}
+
 // Load fills dst (a pointer to a struct already holding defaults) from, in
 // increasing precedence: the properties file named by -c, environment
 // variables (RMQ_*), and per-key flags. args excludes the program name.
 // Usage goes to out when -h is given (ErrHelp is returned then).
 func Load(dst any, program string, args []string, environ []string, out io.Writer) (configFile string, err error) {
+	return LoadOptions(dst, program, args, environ, out, Options{})
+}
+
+// LoadOptions is Load with o: foreign keys in the file are reported, not refused.
+func LoadOptions(dst any, program string, args []string, environ []string, out io.Writer, o Options) (configFile string, err error) {
 	fs, keys, err := fields(dst)
 	if err != nil {
 		return "", err
@@ -199,6 +215,12 @@ func Load(dst any, program string, args []string, environ []string, out io.Write
 			return configFile, err
 		}
 		for _, e := range entries {
+			if _, bound := fs[e.Key]; !bound && o.Foreign[e.Key] {
+				if o.Ignored != nil {
+					o.Ignored(e.Key, e.Value, e.Source)
+				}
+				continue
+			}
 			if err := set(fs, e.Key, e.Value, e.Source); err != nil {
 				return configFile, err
 			}

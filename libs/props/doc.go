@@ -18,5 +18,7 @@
 //
 // Unknown keys and values that do not parse stop start-up with an error that
 // names the key and where it came from (file line, environment variable or
-// flag), so a typo never silently falls back to a default.
+// flag), so a typo never silently falls back to a default. LoadOptions can name
+// foreign keys (those of the RocketMQ counterpart that mean nothing here): in the
+// file they are accepted and reported to the caller, which warns about them.
 package props

@@ -141,3 +141,28 @@ func FuzzParse(f *testing.F) {
 		_, _ = Parse(strings.NewReader(s), "fuzz")
 	})
 }
+
+func TestForeignKeysAreReportedNotRefused(t *testing.T) {
+	path := writeFile(t, "brokerName=b\nsendMessageThreadPoolNums=16\nlistenPort=10911\ntypoKey=1\n")
+	var cfg testConfig
+	type ignored struct{ key, value, source string }
+	var got []ignored
+	o := Options{
+		Foreign: map[string]bool{"sendMessageThreadPoolNums": true, "brokerName": true},
+		Ignored: func(k, v, src string) { got = append(got, ignored{k, v, src}) },
+	}
+	_, err := LoadOptions(&cfg, "broker", []string{"-c", path}, nil, &bytes.Buffer{}, o)
+	require.Error(t, err, "a key neither bound nor foreign is still refused")
+	require.Contains(t, err.Error(), `unknown key "typoKey"`)
+
+	path = writeFile(t, "brokerName=b\nsendMessageThreadPoolNums=16\nlistenPort=10911\n")
+	got = nil
+	_, err = LoadOptions(&cfg, "broker", []string{"-c", path}, nil, &bytes.Buffer{}, o)
+	require.NoError(t, err)
+	require.Equal(t, "b", cfg.BrokerName, "a bound key is set even when also listed as foreign")
+	require.Equal(t, 10911, cfg.ListenPort)
+	require.Equal(t, []ignored{{"sendMessageThreadPoolNums", "16", path + ":2"}}, got)
+	// As a flag a foreign key is still unknown (flags name this program's keys only).
+	_, err = LoadOptions(&cfg, "broker", []string{"-sendMessageThreadPoolNums=4"}, nil, &bytes.Buffer{}, o)
+	require.Error(t, err)
+}

@@ -56,17 +56,24 @@ const (
 	GetConsumeStats                  int32 = 208
 	DeleteTopicInBroker              int32 = 215
 	DeleteTopicInNameSrv             int32 = 216
+	GetKVListByNamespace             int32 = 219
 	ResetConsumerClientOffset        int32 = 220
 	GetConsumerStatusFromClient      int32 = 221
 	InvokeBrokerToResetOffset        int32 = 222
 	InvokeBrokerToGetConsumerStatus  int32 = 223
 	GetTopicsByCluster               int32 = 224
 	QueryTopicConsumeByWho           int32 = 300
+	GetSystemTopicListFromNS         int32 = 304
 	GetConsumerRunningInfo           int32 = 307
 	QueryCorrectionOffset            int32 = 308
 	ConsumeMessageDirectly           int32 = 309
 	SendMessageV2                    int32 = 310
+	GetUnitTopicList                 int32 = 311
+	GetHasUnitSubTopicList           int32 = 312
+	GetHasUnitSubUnUnitTopicList     int32 = 313
 	GetBrokerConsumeStats            int32 = 317
+	UpdateNamesrvConfig              int32 = 318
+	GetNamesrvConfig                 int32 = 319
 	SendBatchMessage                 int32 = 320
 	QueryConsumeQueue                int32 = 321
 	QueryDataVersion                 int32 = 322
@@ -157,17 +164,24 @@ var requestNames = map[int32]string{
 	GetConsumeStats:                  "GET_CONSUME_STATS",
 	DeleteTopicInBroker:              "DELETE_TOPIC_IN_BROKER",
 	DeleteTopicInNameSrv:             "DELETE_TOPIC_IN_NAMESRV",
+	GetKVListByNamespace:             "GET_KVLIST_BY_NAMESPACE",
 	ResetConsumerClientOffset:        "RESET_CONSUMER_CLIENT_OFFSET",
 	GetConsumerStatusFromClient:      "GET_CONSUMER_STATUS_FROM_CLIENT",
 	InvokeBrokerToResetOffset:        "INVOKE_BROKER_TO_RESET_OFFSET",
 	InvokeBrokerToGetConsumerStatus:  "INVOKE_BROKER_TO_GET_CONSUMER_STATUS",
 	GetTopicsByCluster:               "GET_TOPICS_BY_CLUSTER",
 	QueryTopicConsumeByWho:           "QUERY_TOPIC_CONSUME_BY_WHO",
+	GetSystemTopicListFromNS:         "GET_SYSTEM_TOPIC_LIST_FROM_NS",
 	GetConsumerRunningInfo:           "GET_CONSUMER_RUNNING_INFO",
 	QueryCorrectionOffset:            "QUERY_CORRECTION_OFFSET",
 	ConsumeMessageDirectly:           "CONSUME_MESSAGE_DIRECTLY",
 	SendMessageV2:                    "SEND_MESSAGE_V2",
+	GetUnitTopicList:                 "GET_UNIT_TOPIC_LIST",
+	GetHasUnitSubTopicList:           "GET_HAS_UNIT_SUB_TOPIC_LIST",
+	GetHasUnitSubUnUnitTopicList:     "GET_HAS_UNIT_SUB_UNUNIT_TOPIC_LIST",
 	GetBrokerConsumeStats:            "GET_BROKER_CONSUME_STATS",
+	UpdateNamesrvConfig:              "UPDATE_NAMESRV_CONFIG",
+	GetNamesrvConfig:                 "GET_NAMESRV_CONFIG",
 	SendBatchMessage:                 "SEND_BATCH_MESSAGE",
 	QueryConsumeQueue:                "QUERY_CONSUME_QUEUE",
 	QueryDataVersion:                 "QUERY_DATA_VERSION",

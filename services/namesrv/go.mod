@@ -68,8 +68,13 @@ replace github.com/rmqha/rmqha/tools => ../../tools
 
 replace github.com/rmqha/rmqha/libs/obs => ../../libs/obs
 
-require github.com/rmqha/rmqha/libs/tlsconf v0.0.0
+require (
+	github.com/rmqha/rmqha/libs/commitlog v0.0.0
+	github.com/rmqha/rmqha/libs/tlsconf v0.0.0
+)
 
 replace github.com/rmqha/rmqha/libs/tlsconf => ../../libs/tlsconf
 
 replace github.com/rmqha/rmqha/libs/acl => ../../libs/acl
+
+replace github.com/rmqha/rmqha/libs/commitlog => ../../libs/commitlog

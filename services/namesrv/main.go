@@ -18,6 +18,7 @@ import (
 
 	"github.com/rmqha/rmqha/libs/acl"
 	"github.com/rmqha/rmqha/libs/props"
+	"github.com/rmqha/rmqha/services/namesrv/kvconfig"
 	"github.com/rmqha/rmqha/services/namesrv/nameserver"
 	"github.com/rmqha/rmqha/services/namesrv/registry"
 	"github.com/sirupsen/logrus"
@@ -52,10 +53,11 @@ func run() error {
 	}
 	entry := log.WithField("service", "namesrv")
 	cfg.Logger = entry
-	reg, backend, err := openRegistry(cfg, entry)
+	reg, backend, kv, err := openRegistry(cfg, entry)
 	if err != nil {
 		return err
 	}
+	cfg.KVStore = kv // nil: kvConfigPath
 	srv, err := nameserver.New(cfg, reg)
 	if err != nil {
 		return err
@@ -75,7 +77,9 @@ func run() error {
 // awaited for a few seconds; an unreachable Consul does not stop start-up:
 // the name server serves (empty, stale) state and converges once Consul
 // answers.
-func openRegistry(cfg nameserver.Config, log logrus.FieldLogger) (registry.Registry, string, error) {
+//
+// With Consul the KV configuration is in Consul KV too; otherwise (nil store) in kvConfigPath.
+func openRegistry(cfg nameserver.Config, log logrus.FieldLogger) (registry.Registry, string, kvconfig.Store, error) {
 	backend := cfg.RegistryBackend
 	if backend == "auto" {
 		backend = "memory"
@@ -84,11 +88,11 @@ func openRegistry(cfg nameserver.Config, log logrus.FieldLogger) (registry.Regis
 		}
 	}
 	if backend == "memory" {
-		return registry.NewMemoryWithLimits(cfg.Limits()), backend, nil
+		return registry.NewMemoryWithLimits(cfg.Limits()), backend, nil, nil
 	}
 	client, err := discovery.NewClient("")
 	if err != nil {
-		return nil, "", fmt.Errorf("consul client: %w", err)
+		return nil, "", nil, fmt.Errorf("consul client: %w", err)
 	}
 	cc := registry.DefaultConsulConfig()
 	cc.Client = client
@@ -100,7 +104,14 @@ func openRegistry(cfg nameserver.Config, log logrus.FieldLogger) (registry.Regis
 	defer cancel()
 	reg, err := registry.NewConsul(ctx, cc)
 	if err != nil {
-		return nil, "", err
+		return nil, "", nil, err
 	}
-	return reg, backend, nil
+	lim := kvconfig.DefaultLimits()
+	lim.MaxEntries, lim.MaxValueSize = cfg.KVConfigMaxEntries, cfg.KVConfigMaxValueSize
+	kv, err := kvconfig.NewConsul(client, lim)
+	if err != nil {
+		reg.Close()
+		return nil, "", nil, err
+	}
+	return reg, backend, kv, nil
 }

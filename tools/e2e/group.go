@@ -185,7 +185,8 @@ func StartGroup(t testing.TB, cfg GroupConfig) *Group {
 		return harness.StartProcessT(t, pc)
 	}
 
-	g.Namesrv = start("namesrv", fmt.Sprintf("listenPort=%d\nbindAddress=127.0.0.1\nregistryBackend=memory\nregistrationSecret=%s\n", ports[0], cfg.RegistrationSecret)+
+	g.Namesrv = start("namesrv", fmt.Sprintf("listenPort=%d\nbindAddress=127.0.0.1\nregistryBackend=memory\nregistrationSecret=%s\nkvConfigPath=%s\n",
+		ports[0], cfg.RegistrationSecret, filepath.Join(cfg.Dir, "namesrv", "kvConfig.json"))+
 		strings.Join(append(cfg.ExtraNamesrv, ""), "\n"))
 	g.waitProc(t, g.Namesrv, func() error { return harness.DialOK(g.NamesrvAddr) })
 

@@ -305,6 +305,24 @@ func (r *Registry) Producers(group string) []Member {
 	return sortedMembers(r.producers[group])
 }
 
+// ProducerConn returns the connection of the latest producer heartbeat of clientID, across
+// all producer groups (RocketMQ's ProducerManager.findChannel, which request-reply uses to
+// push a reply to its requester). ok is false when no producer of that id is registered.
+func (r *Registry) ProducerConn(clientID string) (conn any, ok bool) {
+	r.mu.RLock()
+	defer r.mu.RUnlock()
+	var latest *Member
+	for _, g := range r.producers {
+		if m := g[clientID]; m != nil && (latest == nil || m.LastSeen.After(latest.LastSeen)) {
+			latest = m
+		}
+	}
+	if latest == nil {
+		return nil, false
+	}
+	return latest.Conn, true
+}
+
 // Subscription returns a copy of a consumer group's subscription to topic.
 func (r *Registry) Subscription(group, topic string) (SubscriptionData, bool) {
 	r.mu.RLock()

@@ -191,3 +191,27 @@ func TestWithoutSubHeartbeatKeepsSubscriptions(t *testing.T) {
 	hb2 := heartbeat(t, `{"clientID":"x","withoutSub":true}`)
 	require.True(t, hb2.WithoutSub)
 }
+
+func TestProducerConnFindsLatestHeartbeat(t *testing.T) {
+	r := newTestRegistry(t)
+	t0 := time.Unix(1_700_000_000, 0)
+	c1, c2 := &conn{1}, &conn{2}
+	_, ok := r.ProducerConn("10.0.0.1@1")
+	require.False(t, ok)
+	_, err := r.Register(heartbeat(t, `{"clientID":"10.0.0.1@1","producerDataSet":[{"groupName":"PG1"}]}`), c1, t0)
+	require.NoError(t, err)
+	_, err = r.Register(heartbeat(t, `{"clientID":"10.0.0.1@1","producerDataSet":[{"groupName":"PG2"}]}`), c2, t0.Add(time.Second))
+	require.NoError(t, err)
+	got, ok := r.ProducerConn("10.0.0.1@1")
+	require.True(t, ok)
+	require.Equal(t, c2, got, "the latest heartbeat's connection")
+	// A consumer-only client is not a producer: RocketMQ finds reply channels among producers.
+	_, err = r.Register(heartbeat(t, `{"clientID":"10.0.0.2@1","consumerDataSet":[{"groupName":"CG","consumeType":"CONSUME_PASSIVELY","messageModel":"CLUSTERING"}]}`), c1, t0)
+	require.NoError(t, err)
+	_, ok = r.ProducerConn("10.0.0.2@1")
+	require.False(t, ok)
+	r.UnregisterConn(c1)
+	r.UnregisterConn(c2)
+	_, ok = r.ProducerConn("10.0.0.1@1")
+	require.False(t, ok)
+}

@@ -88,6 +88,8 @@ func systemTopics(cfg Config) []TopicConfig {
 		mk(cfg.BrokerName, 1, rwi),
 		mk(OffsetMovedEvent, 1, rw),
 		mk(ScheduleTopic, ScheduleTopicQueueNums, rw),
+		// Request-reply's topic, one queue, as RocketMQ's TopicConfigManager creates it.
+		mk(cfg.BrokerClusterName+"_"+ReplyTopicPostfix, 1, rw),
 	}
 	if cfg.AutoCreateTopicEnable {
 		out = append(out, mk(AutoCreateTopicKey, cfg.DefaultTopicQueueNums, rwi))

@@ -17,13 +17,14 @@ func TestTopicTableSystemTopics(t *testing.T) {
 	require.NoError(t, err)
 
 	want := map[string][3]int32{ // read/write queues, perm
-		"TBW102":              {8, 8, 7},
-		"SELF_TEST_TOPIC":     {1, 1, 6},
-		"BenchmarkTest":       {1024, 1024, 6},
-		"DefaultCluster":      {16, 16, 7},
-		"broker-a":            {1, 1, 7},
-		"OFFSET_MOVED_EVENT":  {1, 1, 6},
-		"SCHEDULE_TOPIC_XXXX": {18, 18, 6},
+		"TBW102":                     {8, 8, 7},
+		"SELF_TEST_TOPIC":            {1, 1, 6},
+		"BenchmarkTest":              {1024, 1024, 6},
+		"DefaultCluster":             {16, 16, 7},
+		"broker-a":                   {1, 1, 7},
+		"OFFSET_MOVED_EVENT":         {1, 1, 6},
+		"SCHEDULE_TOPIC_XXXX":        {18, 18, 6},
+		"DefaultCluster_REPLY_TOPIC": {1, 1, 6},
 	}
 	require.Equal(t, len(want), tt.Len())
 	for name, w := range want {
@@ -57,10 +58,10 @@ func TestTopicTableAddsMissingSystemTopicsToOldFile(t *testing.T) {
 	tt, err := NewTopicTable(cfg)
 	require.NoError(t, err)
 	require.Equal(t, DataVersion{Timestamp: clock.Now().UnixMilli(), Counter: 4}, tt.DataVersion())
-	require.Equal(t, 8, tt.Len())
+	require.Equal(t, 9, tt.Len())
 	w, err := route.DecodeTopicConfigSerializeWrapper([]byte(readConfigFile(t, cfg, TopicsFileName)))
 	require.NoError(t, err)
-	require.Len(t, w.TopicConfigTable, 8)
+	require.Len(t, w.TopicConfigTable, 9)
 }
 
 func TestDataVersionChangesOnlyOnMutation(t *testing.T) {
@@ -239,7 +240,7 @@ func TestTopicApplySnapshot(t *testing.T) {
 	// Persisted, and reloads as the applied table.
 	reloaded, err := NewTopicTable(cfg)
 	require.NoError(t, err)
-	require.Equal(t, 7+2, reloaded.Len(), "system topics are re-added on load")
+	require.Equal(t, 8+2, reloaded.Len(), "system topics are re-added on load")
 
 	_, err = tt.ApplySnapshot([]byte(`{"dataVersion":{}}`))
 	require.ErrorIs(t, err, ErrInvalidSnapshot)

@@ -43,9 +43,23 @@ func Main(o Options, args, environ []string, stderr io.Writer) int {
 	if o.Defaults != nil {
 		o.Defaults(&cfg)
 	}
-	file, err := props.Load(&cfg, o.Program, args, environ, stderr)
+	// Keys of a RocketMQ 4.9 broker.conf that mean nothing here are accepted and warned about.
+	var ignored []string
+	var ignoredErr error
+	file, err := props.LoadOptions(&cfg, o.Program, args, environ, stderr, props.Options{
+		Foreign: broker.RocketMQKeys(),
+		Ignored: func(key, value, source string) {
+			if err := broker.CheckRocketMQValue(key, value); err != nil && ignoredErr == nil {
+				ignoredErr = fmt.Errorf("%w (%s)", err, source)
+			}
+			ignored = append(ignored, key)
+		},
+	})
 	if errors.Is(err, props.ErrHelp) {
 		return 0
+	}
+	if err == nil {
+		err = ignoredErr
 	}
 	if err != nil {
 		fmt.Fprintf(stderr, "%s: %v\n", o.Program, err)
@@ -64,6 +78,11 @@ func Main(o Options, args, environ []string, stderr io.Writer) int {
 	log := base.WithFields(logrus.Fields{
 		"service": o.Program, "cluster": cfg.BrokerClusterName, "broker": cfg.BrokerName, "brokerId": cfg.BrokerID,
 	})
+	if len(ignored) > 0 {
+		sort.Strings(ignored)
+		log.WithFields(logrus.Fields{"keys": strings.Join(ignored, ","), "count": len(ignored), "configFile": file}).
+			Warn("RocketMQ broker.conf keys with no meaning here: ignored (this broker behaves as with their RocketMQ defaults, or has no such mechanism)")
+	}
 	if err := checkFailover(cfg); err != nil {
 		log.WithError(err).Error("refusing to start")
 		return 2

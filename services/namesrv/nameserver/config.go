@@ -34,11 +34,15 @@ package nameserver
 import (
 	"errors"
 	"fmt"
+	"os"
+	"path/filepath"
 	"time"
 
 	"github.com/rmqha/rmqha/libs/acl"
+	"github.com/rmqha/rmqha/libs/commitlog/vfs"
 	"github.com/rmqha/rmqha/libs/remoting"
 	"github.com/rmqha/rmqha/libs/tlsconf"
+	"github.com/rmqha/rmqha/services/namesrv/kvconfig"
 	"github.com/rmqha/rmqha/services/namesrv/registry"
 	"github.com/sirupsen/logrus"
 )
@@ -112,6 +116,20 @@ type Config struct {
 	// MaxClusters bounds the clusters the registry holds. Default 64.
 	MaxClusters int `prop:"maxClusters"`
 
+	// KVConfigPath is the file of the KV configuration (PUT_KV_CONFIG ...) when the registry is
+	// not on Consul; with Consul the items are in Consul KV under rmqha/kvconfig/. Default
+	// $HOME/namesrv/kvConfig.json (RocketMQ's).
+	KVConfigPath string `prop:"kvConfigPath"`
+	// KVConfigMaxEntries bounds the KV configuration's items. Default 10000.
+	KVConfigMaxEntries int `prop:"kvConfigMaxEntries"`
+	// KVConfigMaxValueSize bounds one KV configuration value, in bytes. Default 65536.
+	KVConfigMaxValueSize int `prop:"kvConfigMaxValueSize"`
+	// KVStore, when set, holds the KV configuration instead of kvConfigPath (the Consul store).
+	// Not a property.
+	KVStore kvconfig.Store `prop:"-"`
+	// KVFS is the file system of kvConfigPath; nil means the operating system's. Not a property.
+	KVFS vfs.FS `prop:"-"`
+
 	// Authenticator, when set, verifies signed registrations instead of the registration
 	// secret (an ACL-based one when aclEnable is on). Default nil.
 	Authenticator Authenticator `prop:"-"`
@@ -156,7 +174,26 @@ func DefaultConfig() Config {
 		MaxBrokerGroupsPerCluster:   256,
 		MaxClusters:                 64,
 		AclPlainFile:                "conf/plain_acl.yml",
+		KVConfigPath:                defaultKVConfigPath(),
+		KVConfigMaxEntries:          kvconfig.DefaultLimits().MaxEntries,
+		KVConfigMaxValueSize:        kvconfig.DefaultLimits().MaxValueSize,
 	}
+}
+
+// defaultKVConfigPath is RocketMQ's ${user.home}/namesrv/kvConfig.json.
+func defaultKVConfigPath() string {
+	home, err := os.UserHomeDir()
+	if err != nil || home == "" {
+		home = "."
+	}
+	return filepath.Join(home, "namesrv", "kvConfig.json")
+}
+
+// kvLimits are the KV configuration bounds of the configuration.
+func (c Config) kvLimits() kvconfig.Limits {
+	l := kvconfig.DefaultLimits()
+	l.MaxEntries, l.MaxValueSize = c.KVConfigMaxEntries, c.KVConfigMaxValueSize
+	return l
 }
 
 // Limits are the registry bounds of the configuration.
@@ -199,6 +236,12 @@ func (c Config) Validate() error {
 		return fmt.Errorf("nameserver: logFormat %q is not text or json", c.LogFormat)
 	case c.AclEnable && c.AclPlainFile == "":
 		return errors.New("nameserver: aclPlainFile is empty with aclEnable=true")
+	case c.KVStore == nil && c.KVConfigPath == "":
+		return errors.New("nameserver: kvConfigPath is empty")
+	case c.KVConfigMaxEntries <= 0:
+		return fmt.Errorf("nameserver: kvConfigMaxEntries %d must be positive", c.KVConfigMaxEntries)
+	case c.KVConfigMaxValueSize <= 0 || c.KVConfigMaxValueSize > c.MaxFrameSize:
+		return fmt.Errorf("nameserver: kvConfigMaxValueSize %d not in (0, maxFrameSize]", c.KVConfigMaxValueSize)
 	}
 	if _, err := logrus.ParseLevel(c.LogLevel); err != nil {
 		return fmt.Errorf("nameserver: logLevel: %w", err)

@@ -19,4 +19,7 @@ var (
 	ErrReplayed = errors.New("registration replayed")
 	// ErrTooManyBrokers is returned when the replay window tracks as many brokers as it may.
 	ErrTooManyBrokers = errors.New("too many brokers registering")
+	// ErrBadBody is returned by the body decoders (DecodeKVTable) for bytes that are not
+	// the body they expect.
+	ErrBadBody = errors.New("malformed body")
 )

@@ -14,7 +14,9 @@ import (
 //     every request; REGISTER_BROKER, UNREGISTER_BROKER, QUERY_DATA_VERSION and the other
 //     writes only from admin accounts (acl.NeedsAdmin); route and cluster lookups from any
 //     account. Refusals are NO_PERMISSION.
-//  2. Config.Guards, in order (for example an authenticated-registration check for when ACL is
+//  2. with aclEnable=false, the admin guard (admin.go): the admin writes, QUERY_DATA_VERSION
+//     and GET_NAMESRV_CONFIG signed with the registration secret, as registrations are.
+//  3. Config.Guards, in order (for example an authenticated-registration check for when ACL is
 //     off). Each guard decides per request code and returns nil for the codes it does not own.
 //
 // The first refusal answers; a request every guard admits reaches its handler. With ACL on, a
@@ -34,7 +36,7 @@ func (gs guardChain) Admit(c *remoting.ServerConn, req *remoting.Command) *remot
 
 // buildGuards returns the guard the remoting server runs (nil when there is none) and the ACL
 // guard (nil with aclEnable=false).
-func buildGuards(cfg Config) (remoting.Guard, *acl.Guard, error) {
+func buildGuards(cfg Config, adminRefused func(req *remoting.Command, peer string, err error)) (remoting.Guard, *acl.Guard, error) {
 	var chain guardChain
 	var ag *acl.Guard
 	if cfg.AclEnable {
@@ -52,6 +54,18 @@ func buildGuards(cfg Config) (remoting.Guard, *acl.Guard, error) {
 		}
 	} else {
 		cfg.Logger.Warn("aclEnable=false: any client that reaches listenPort may look up routes (set aclEnable=true and aclPlainFile)")
+		// The admin writes are then authenticated like registrations (admin.go).
+		g := adminGuard{allowUnsigned: cfg.RegistrationAllowUnauthenticated, onRefusal: adminRefused}
+		secret, err := cfg.registrationSecret()
+		if err != nil {
+			return nil, nil, err
+		}
+		if secret != "" {
+			if g.secret, err = NewSecretAuthenticator(secret); err != nil {
+				return nil, nil, err
+			}
+		}
+		chain = append(chain, g)
 	}
 	for _, g := range cfg.Guards {
 		if g != nil {

@@ -15,9 +15,11 @@ import (
 
 	"github.com/rmqha/rmqha/libs/acl"
 	"github.com/rmqha/rmqha/libs/broker/route"
+	"github.com/rmqha/rmqha/libs/commitlog/vfs"
 	"github.com/rmqha/rmqha/libs/obs"
 	"github.com/rmqha/rmqha/libs/remoting"
 	"github.com/rmqha/rmqha/libs/tlsconf"
+	"github.com/rmqha/rmqha/services/namesrv/kvconfig"
 	"github.com/rmqha/rmqha/services/namesrv/registry"
 	"github.com/sirupsen/logrus"
 )
@@ -39,6 +41,8 @@ type Server struct {
 	lim        registry.Limits
 	fresh      *freshness
 	refusalLog *logLimiter
+	overlay    *routeOverlay  // this name server's admin changes to routes (admin.go)
+	kv         kvconfig.Store // the KV configuration
 
 	stop chan struct{}
 	wg   sync.WaitGroup
@@ -70,7 +74,12 @@ func New(cfg Config, reg registry.Registry) (*Server, error) {
 	if cfg.TLSServerMode != tlsconf.ModeDisabled {
 		rc.TLS = tlsSrv.Config
 	}
-	guard, ag, err := buildGuards(cfg)
+	var s *Server
+	guard, ag, err := buildGuards(cfg, func(req *remoting.Command, peer string, err error) {
+		if s != nil {
+			s.adminRefused(req, peer, err)
+		}
+	})
 	if err != nil {
 		return nil, err
 	}
@@ -79,9 +88,17 @@ func New(cfg Config, reg registry.Registry) (*Server, error) {
 	if err != nil {
 		return nil, err
 	}
-	s := &Server{cfg: cfg, log: cfg.Logger, reg: reg, rpc: rpc, tls: tlsSrv, acl: ag, stop: make(chan struct{}), lim: cfg.Limits(),
+	s = &Server{cfg: cfg, log: cfg.Logger, reg: reg, rpc: rpc, tls: tlsSrv, acl: ag, stop: make(chan struct{}), lim: cfg.Limits(),
 		fresh: newFreshness(cfg.RegistrationMaxClockSkew), refusalLog: &logLimiter{interval: 10 * time.Second, burst: 10},
-		auth: cfg.Authenticator}
+		auth: cfg.Authenticator, overlay: newRouteOverlay(), kv: cfg.KVStore}
+	if s.kv == nil {
+		if cfg.KVFS == nil {
+			cfg.KVFS = vfs.Default
+		}
+		if s.kv, err = openKV(cfg); err != nil {
+			return nil, fmt.Errorf("%w: %w", errKV, err)
+		}
+	}
 	if s.auth == nil {
 		secret, err := cfg.registrationSecret()
 		if err != nil {
@@ -106,6 +123,22 @@ func New(cfg Config, reg registry.Registry) (*Server, error) {
 	rpc.HandleFunc(remoting.GetRouteInfoByTopic, s.routeByTopic)
 	rpc.HandleFunc(remoting.GetBrokerClusterInfo, s.clusterInfo)
 	rpc.HandleFunc(remoting.GetAllTopicListFromNameServer, s.topicList)
+	rpc.HandleFunc(remoting.WipeWritePermOfBroker, s.wipeWritePerm)
+	rpc.HandleFunc(remoting.AddWritePermOfBroker, s.addWritePerm)
+	rpc.HandleFunc(remoting.DeleteTopicInNameSrv, s.deleteTopic)
+	rpc.HandleFunc(remoting.GetTopicsByCluster, s.topicsByCluster)
+	rpc.HandleFunc(remoting.GetSystemTopicListFromNS, s.systemTopicList)
+	rpc.HandleFunc(remoting.GetUnitTopicList, s.unitTopics(func(f int32) bool { return f&topicSysFlagUnit != 0 }))
+	rpc.HandleFunc(remoting.GetHasUnitSubTopicList, s.unitTopics(func(f int32) bool { return f&topicSysFlagUnitSub != 0 }))
+	rpc.HandleFunc(remoting.GetHasUnitSubUnUnitTopicList, s.unitTopics(func(f int32) bool {
+		return f&topicSysFlagUnit == 0 && f&topicSysFlagUnitSub != 0
+	}))
+	rpc.HandleFunc(remoting.PutKVConfig, s.putKVConfig)
+	rpc.HandleFunc(remoting.GetKVConfig, s.getKVConfig)
+	rpc.HandleFunc(remoting.DeleteKVConfig, s.deleteKVConfig)
+	rpc.HandleFunc(remoting.GetKVListByNamespace, s.kvList)
+	rpc.HandleFunc(remoting.GetNamesrvConfig, s.namesrvConfig)
+	rpc.HandleFunc(remoting.QueryDataVersion, s.queryDataVersion)
 	rpc.OnConnClose(func(c *remoting.ServerConn) {
 		if gone := reg.DropConn(c.ID()); len(gone) > 0 {
 			s.m.removals.WithLabelValues("connection_closed").Add(float64(len(gone)))
@@ -382,6 +415,7 @@ func (s *Server) registerBroker(w remoting.ResponseWriter, req *remoting.Command
 		return
 	}
 	s.m.registrations.WithLabelValues("ok").Inc()
+	s.overlay.registered(r)
 	resp := remoting.NewResponse(req, remoting.Success, "")
 	if res.MasterAddr != "" {
 		resp.SetExt("masterAddr", res.MasterAddr).SetExt("haServerAddr", res.MasterHAAddr)
@@ -430,7 +464,7 @@ func (s *Server) unregisterBroker(w remoting.ResponseWriter, req *remoting.Comma
 func (s *Server) routeByTopic(w remoting.ResponseWriter, req *remoting.Command) {
 	topic := req.Ext("topic")
 	start := time.Now()
-	rd, ok := s.reg.Route(topic)
+	rd, ok := s.route(topic)
 	s.m.routeLatency.Observe(time.Since(start).Seconds())
 	if !ok {
 		s.m.routeLookups.WithLabelValues("not_found").Inc()
@@ -446,7 +480,7 @@ func (s *Server) clusterInfo(w remoting.ResponseWriter, req *remoting.Command) {
 }
 
 func (s *Server) topicList(w remoting.ResponseWriter, req *remoting.Command) {
-	body, _ := json.Marshal(map[string][]string{"topicList": s.reg.Topics()})
+	body, _ := json.Marshal(map[string][]string{"topicList": s.topics()})
 	reply(w, req, remoting.Success, "", body)
 }
 

@@ -6,6 +6,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"path/filepath"
 	"strconv"
 	"sync/atomic"
 	"testing"
@@ -31,6 +32,7 @@ func start(t *testing.T, mods ...func(*Config)) (*Server, *remoting.Client) {
 	cfg.BindAddress = "127.0.0.1"
 	cfg.ScanNotActiveBrokerInterval = 20 * time.Millisecond
 	cfg.BrokerExpire = 300 * time.Millisecond
+	cfg.KVConfigPath = filepath.Join(t.TempDir(), "kvConfig.json")
 	for _, m := range mods {
 		m(&cfg)
 	}

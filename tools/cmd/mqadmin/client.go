@@ -32,6 +32,10 @@ type Config struct {
 	TLS *tls.Config
 	// Credentials sign every request (RocketMQ ACL); empty sends unsigned requests. Default none.
 	Credentials acl.Credentials
+	// RegistrationSecret, without Credentials, signs every request under the brokers' access
+	// key with the cluster registration secret, as name servers with ACL off want admin
+	// writes. Default "".
+	RegistrationSecret string
 }
 
 // DefaultConfig returns the defaults described on Config.
@@ -73,6 +77,9 @@ func NewAdmin(cfg Config) (*Admin, error) {
 	cc.DialTimeout, cc.RequestTimeout, cc.Logger = cfg.Timeout, cfg.Timeout, cfg.Logger
 	cc.TLS = cfg.TLS
 	cc.Signer = acl.CredentialsSigner(cfg.Credentials)
+	if cc.Signer == nil && cfg.RegistrationSecret != "" {
+		cc.Signer = acl.Signer(acl.BrokerAccessKey, cfg.RegistrationSecret)
+	}
 	return &Admin{cfg: cfg, cli: remoting.NewClient(cc), http: statusClient(cfg.Timeout)}, nil
 }
 

@@ -4,6 +4,8 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"os"
+	"path/filepath"
 	"regexp"
 	"strconv"
 	"strings"
@@ -91,6 +93,9 @@ func TestCommandsAgainstGroup(t *testing.T) {
 	cfg.ProxyHA = true
 	// A slave more than 256 KiB behind is out of sync, so a throttled link shows a catching-up slave.
 	cfg.ExtraMaster = []string{"haMaxGapNotInSync=262144"}
+	cfg.RegistrationSecret = harness.NewSecret()
+	secretFile := filepath.Join(t.TempDir(), "registration.secret")
+	require.NoError(t, os.WriteFile(secretFile, []byte(cfg.RegistrationSecret), 0o600))
 	g := e2e.StartGroup(t, cfg)
 	ns := g.NamesrvAddr
 	cluster := e2e.ClusterName
@@ -336,8 +341,52 @@ func TestCommandsAgainstGroup(t *testing.T) {
 		assert.Equal(t, 0, rep.Groups[0].SlaveCount)
 	})
 
+	t.Run("namesrvAdmin", func(t *testing.T) {
+		// Unsigned, the name server refuses the writes (exit 1) and changes nothing.
+		code, _, errOut := runOut("wipeWritePerm", "-n", ns, "-b", e2e.BrokerName)
+		assert.Equal(t, ExitServer, code)
+		assert.Contains(t, errOut, "registration secret")
+		out := mustRun(t, "topicRoute", "-n", ns, "-t", topic, "--json")
+		assert.Contains(t, out, `"perm": 6`)
+
+		out = mustRun(t, "wipeWritePerm", "-n", ns, "-b", e2e.BrokerName, "-registrationSecretFile", secretFile)
+		row := tableRow(out, ns, "OK")
+		require.NotNil(t, row, out)
+		n, err := strconv.Atoi(row[2])
+		require.NoError(t, err)
+		assert.Greater(t, n, 1, "every topic of the broker, %s among them", topic)
+		out = mustRun(t, "topicRoute", "-n", ns, "-t", topic, "--json")
+		assert.Contains(t, out, `"perm": 4`, "write permission gone")
+		var res []NamesrvResult
+		require.NoError(t, json.Unmarshal([]byte(mustRun(t, "addWritePerm", "-n", ns, "-b", e2e.BrokerName, "-registrationSecretFile", secretFile, "--json")), &res))
+		require.Len(t, res, 1)
+		assert.True(t, res[0].OK)
+		assert.Equal(t, n, *res[0].Count)
+		assert.Contains(t, mustRun(t, "topicRoute", "-n", ns, "-t", topic, "--json"), `"perm": 6`)
+
+		mustRun(t, "updateKvConfig", "-n", ns, "-s", "ORDER_TOPIC_CONFIG", "-k", topic, "-v", e2e.BrokerName+":4", "-registrationSecretFile", secretFile)
+		resp, err := g.Admin.Invoke(context.Background(), ns, remoting.NewRequest(remoting.GetKVConfig, map[string]string{"namespace": "ORDER_TOPIC_CONFIG", "key": topic}, nil))
+		require.NoError(t, err)
+		assert.Equal(t, remoting.Success, resp.Code, resp.Remark)
+		assert.Equal(t, e2e.BrokerName+":4", resp.Ext("value"))
+		mustRun(t, "deleteKvConfig", "-n", ns, "-s", "ORDER_TOPIC_CONFIG", "-k", topic, "-registrationSecretFile", secretFile)
+		resp, err = g.Admin.Invoke(context.Background(), ns, remoting.NewRequest(remoting.GetKVConfig, map[string]string{"namespace": "ORDER_TOPIC_CONFIG", "key": topic}, nil))
+		require.NoError(t, err)
+		assert.Equal(t, remoting.QueryNotFound, resp.Code)
+
+		out = mustRun(t, "getNamesrvConfig", "-n", ns, "-registrationSecretFile", secretFile)
+		assert.Equal(t, []string{"registrationSecret", "=", "****"}, tableRow(out, "registrationSecret"), out)
+		assert.NotContains(t, out, cfg.RegistrationSecret)
+
+		out = mustRun(t, "topicClusterList", "-n", ns, "-t", topic)
+		assert.Equal(t, []string{cluster, e2e.BrokerName}, tableRow(out, cluster), out)
+	})
+
 	t.Run("deleteTopic", func(t *testing.T) {
-		out := mustRun(t, "deleteTopic", "-n", ns, "-c", cluster, "-t", topic)
+		code, _, errOut := runOut("deleteTopic", "-n", ns, "-c", cluster, "-t", topic)
+		assert.Equal(t, ExitServer, code, "the name server refuses an unsigned DELETE_TOPIC_IN_NAMESRV")
+		assert.Contains(t, errOut, "registration secret")
+		out := mustRun(t, "deleteTopic", "-n", ns, "-c", cluster, "-t", topic, "-registrationSecretFile", secretFile)
 		assert.Contains(t, out, "delete topic "+topic+" on "+g.MasterAddr+": success")
 		eventuallyRun(t, func(code int, out string) error {
 			if code != ExitServer {

@@ -83,6 +83,12 @@ type opts struct {
 	// accessKey and secretKey sign every request (-ak/-sk, else ROCKETMQ_HOME/conf/tools.yml).
 	accessKey string
 	secretKey string
+	// registrationSecretFile signs every request with the cluster registration secret (name
+	// servers with ACL off want the admin writes signed so).
+	registrationSecretFile string
+	namespace              string
+	key                    string
+	value                  string
 }
 
 // env is what a command runs with.
@@ -100,7 +106,8 @@ func init() {
 	commands = []*command{
 		cmdClusterList, cmdTopicList, cmdTopicRoute, cmdUpdateTopic, cmdDeleteTopic,
 		cmdConsumerGroupList, cmdUpdateSubGroup, cmdDeleteSubGroup, cmdConsumerProgress,
-		cmdHAStatus, cmdBrokerStatus,
+		cmdHAStatus, cmdBrokerStatus, cmdWipeWritePerm, cmdAddWritePerm, cmdUpdateKvConfig, cmdDeleteKvConfig,
+		cmdGetNamesrvConfig, cmdTopicClusterList,
 	}
 }
 
@@ -115,6 +122,8 @@ func usage(w io.Writer) {
 	fmt.Fprintln(w, "\nWith ACL on the name servers and brokers, sign requests with -ak ACCESS_KEY -sk SECRET_KEY")
 	fmt.Fprintln(w, "(admin commands need an admin account); without them the accessKey and secretKey of")
 	fmt.Fprintln(w, "$ROCKETMQ_HOME/conf/tools.yml are used when that file exists, as RocketMQ's mqadmin does.")
+	fmt.Fprintln(w, "With ACL off, the name servers' admin writes (wipeWritePerm, addWritePerm, updateKvConfig,")
+	fmt.Fprintln(w, "deleteKvConfig, deleteTopic, getNamesrvConfig) are signed with -registrationSecretFile FILE.")
 	fmt.Fprintln(w, "\nRun 'mqadmin <command> -h' for a command's flags.")
 	fmt.Fprintln(w, "Exit codes: 0 ok, 1 failed at a server, 2 usage error, 3 server unreachable.")
 }
@@ -150,6 +159,7 @@ func runContext(ctx context.Context, args []string, stdout, stderr io.Writer) in
 	tlsconf.ClientFlags(fs, &tc)
 	fs.StringVar(&o.accessKey, "ak", "", "ACL access key signing every request (default: accessKey of $ROCKETMQ_HOME/conf/tools.yml)")
 	fs.StringVar(&o.secretKey, "sk", "", "ACL secret key of -ak")
+	fs.StringVar(&o.registrationSecretFile, "registrationSecretFile", "", "sign requests with the cluster registration secret in this file (name server admin writes with ACL off)")
 	if cmd.flags != nil {
 		cmd.flags(fs, &o)
 	}
@@ -181,6 +191,16 @@ func runContext(ctx context.Context, args []string, stdout, stderr io.Writer) in
 		return ExitUsage
 	}
 	cfg.Credentials = creds
+	if o.registrationSecretFile != "" {
+		if !creds.Empty() {
+			fmt.Fprintf(stderr, "mqadmin %s: -registrationSecretFile and ACL credentials (-ak/-sk, tools.yml) do not go together\n", cmd.name)
+			return ExitUsage
+		}
+		if cfg.RegistrationSecret, err = acl.LoadSecret("", o.registrationSecretFile, "registrationSecret", "-registrationSecretFile"); err != nil {
+			fmt.Fprintf(stderr, "mqadmin %s: %v\n", cmd.name, err)
+			return ExitUsage
+		}
+	}
 	admin, err := NewAdmin(cfg)
 	if err != nil {
 		fmt.Fprintf(stderr, "mqadmin %s: %v\n", cmd.name, err)
