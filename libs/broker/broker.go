@@ -37,6 +37,7 @@ type Broker struct {
 	clients *clientRegistry
 	holds   *holdService
 	pipe    *sendPipeline
+	txn     *txnService // transactional messages (transaction.go)
 	levels  schedule.Levels
 	// delivered is the delay-delivery progress seen in the log (a promoted slave resumes
 	// after the deliveries it replicated).
@@ -321,6 +322,7 @@ func (b *Broker) start() error {
 	}
 	b.holds = newHoldService(b)
 	b.pipe = newSendPipeline(b)
+	b.txn = newTxnService(b)
 	b.locks = newQueueLocks()
 	b.store.OnDispatch(b.holds.notify)
 	b.store.OnDispatch(func(topic string, queueID int32, max int64) {
@@ -388,10 +390,11 @@ func (b *Broker) start() error {
 	b.holds.start()
 	b.pipe.start()
 	b.clients.start()
-	b.wg.Add(3)
+	b.wg.Add(4)
 	go b.persistLoop()
 	go b.registerLoop()
 	go b.claimLoop()
+	go b.txn.run()
 	return nil
 }
 

@@ -15,6 +15,7 @@ func (b *Broker) registerHandlers() {
 	h(remoting.SendMessageV2, b.handleSend)
 	h(remoting.SendBatchMessage, b.handleSend)
 	h(remoting.ConsumerSendMsgBack, b.handleSendBack)
+	h(remoting.EndTransaction, b.handleEndTransaction)
 	// Consuming.
 	h(remoting.PullMessage, b.handlePull)
 	h(remoting.QueryConsumerOffset, b.handleQueryConsumerOffset)

@@ -106,6 +106,7 @@ func newBrokerMetrics(b *Broker, on bool) *brokerMetrics {
 	m := &brokerMetrics{reg: obs.NewRegistry(), on: on, now: b.now}
 	m.reg.MustRegister(&stateCollector{b: b})
 	m.reg.MustRegister(&selectorCollector{b: b})
+	m.reg.MustRegister(&txnCollector{b: b})
 	if !on {
 		return m
 	}

@@ -101,13 +101,15 @@ func (c *Checker) CanReadOps() bool { return len(c.removed) < c.cfg.MaxOpsAhead 
 // Removed is how many resolved halves the scan has not reached yet.
 func (c *Checker) Removed() int { return len(c.removed) }
 
-// AddOp records the op record at op queue offset opOff naming halves (nil: unreadable, done).
-// Op records are fed in queue order; one below OpRead is ignored.
-func (c *Checker) AddOp(opOff int64, halves []int64) {
+// AddOp records the op record at op queue offset opOff naming halves (nil: unreadable, done)
+// and, when it carries one, the transaction key it resolved (remembered from nowMs). Op
+// records are fed in queue order; one below OpRead is ignored.
+func (c *Checker) AddOp(opOff int64, halves []int64, key string, nowMs int64) {
 	if opOff < c.opRead {
 		return
 	}
 	c.opRead = opOff + 1
+	c.rememberKey(key, nowMs)
 	n := 0
 	for _, h := range halves {
 		if h < c.halfNext {

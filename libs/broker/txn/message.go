@@ -131,17 +131,24 @@ func Discarded(rec *commitlog.Record) *commitlog.Message {
 }
 
 // OpMessage is the op record resolving the half at queue offset halfOffset: TAGS=d, body
-// the offset (see AppendOpBody), in RMQ_SYS_TRANS_OP_HALF_TOPIC queue 0.
-func OpMessage(halfOffset int64) *commitlog.Message {
+// the offset (see AppendOpBody), in RMQ_SYS_TRANS_OP_HALF_TOPIC queue 0. It also carries the
+// half's UNIQ_KEY (RocketMQ's op records do not; readers that do not know it ignore it), so
+// that after a restart the other halves of a resolved transaction (check copies) are known.
+func OpMessage(halfOffset int64, key string) *commitlog.Message {
+	props := map[string]string{PropTags: OpTag, PropWait: "false"}
+	if key != "" {
+		props[PropUniqKey] = key
+	}
 	return &commitlog.Message{
 		Topic: OpTopic, QueueID: 0, Body: AppendOpBody(nil, halfOffset),
-		Properties: string(commitlog.AppendProperties(nil, map[string]string{PropTags: OpTag, PropWait: "false"})),
+		Properties: string(commitlog.AppendProperties(nil, props)),
 	}
 }
 
-// IsOpRecord reports whether an op queue record is a removal record (TAGS=d).
-func IsOpRecord(rec *commitlog.Record) bool {
-	return commitlog.ParseProperties(rec.Properties)[PropTags] == OpTag
+// OpOf reads an op queue record: whether it is a removal record (TAGS=d) and its key.
+func OpOf(rec *commitlog.Record) (isOp bool, key string) {
+	p := commitlog.ParseProperties(rec.Properties)
+	return p[PropTags] == OpTag, p[PropUniqKey]
 }
 
 // CheckBody encodes the message a CHECK_TRANSACTION_STATE carries, as RocketMQ's

@@ -83,8 +83,8 @@ func TestCheckerOpsResolveAndProgress(t *testing.T) {
 	c := NewChecker(DefaultConfig(), 0, 0)
 	now := 100 * sec
 	// Ops for halves 1 and 0 (out of order), then one naming a half already behind.
-	c.AddOp(0, []int64{1})
-	c.AddOp(1, []int64{0})
+	c.AddOp(0, []int64{1}, "", now)
+	c.AddOp(1, []int64{0}, "", now)
 	require.True(t, c.Resolved(0, "", now))
 	require.True(t, c.Resolved(1, "", now))
 	require.False(t, c.Resolved(2, "", now))
@@ -98,12 +98,16 @@ func TestCheckerOpsResolveAndProgress(t *testing.T) {
 	require.Equal(t, int64(2), h)
 	require.Equal(t, int64(2), op)
 	// An op for a half behind the scan is done at once.
-	c.AddOp(2, []int64{0})
+	c.AddOp(2, []int64{0}, "", now)
 	_, op = c.Progress()
 	require.Equal(t, int64(3), op)
 	require.Equal(t, int64(3), c.OpRead())
 	// Behind the scan counts as resolved for END_TRANSACTION.
 	require.True(t, c.Resolved(1, "", now))
+	// An op record carrying a key resolves the other halves of that transaction (a check
+	// copy made again after a restart).
+	c.AddOp(3, []int64{2}, "K", now)
+	require.True(t, c.Resolved(10, "K", now))
 }
 
 func TestCheckerMarkResolvedAndKeys(t *testing.T) {
@@ -115,7 +119,7 @@ func TestCheckerMarkResolvedAndKeys(t *testing.T) {
 	require.True(t, c.Resolved(9, "K1", now))
 	require.Equal(t, Skip, c.Decide(Half{QueueOffset: 9, Key: "K1"}, now, now+1))
 	// The op record of the resolution arrives: it replaces the placeholder.
-	c.AddOp(0, []int64{7})
+	c.AddOp(0, []int64{7}, "", now)
 	c.PassTo(8)
 	h, op := c.Progress()
 	require.Equal(t, int64(8), h)
@@ -128,9 +132,9 @@ func TestCheckerBounds(t *testing.T) {
 	cfg := DefaultConfig()
 	cfg.MaxOpsAhead, cfg.MaxKeys = 2, 2
 	c := NewChecker(cfg, 0, 0)
-	c.AddOp(0, []int64{10})
+	c.AddOp(0, []int64{10}, "", 0)
 	require.True(t, c.CanReadOps())
-	c.AddOp(1, []int64{11})
+	c.AddOp(1, []int64{11}, "", 0)
 	require.False(t, c.CanReadOps())
 	for i, k := range []string{"a", "b", "c"} {
 		c.MarkResolved(-1, k, int64(i))
@@ -139,7 +143,7 @@ func TestCheckerBounds(t *testing.T) {
 	require.True(t, c.Resolved(100, "c", 3))
 	// Multi-offset op bodies: done once every named half is passed.
 	c2 := NewChecker(DefaultConfig(), 0, 0)
-	c2.AddOp(0, []int64{0, 2})
+	c2.AddOp(0, []int64{0, 2}, "", 0)
 	c2.PassTo(1)
 	_, op := c2.Progress()
 	require.Equal(t, int64(0), op)
@@ -198,7 +202,7 @@ func TestMessagesRoundTrip(t *testing.T) {
 	rec.Topic = "T"
 	_, err = Restore(rec)
 	require.ErrorIs(t, err, ErrNotHalf)
-	op := OpMessage(4)
+	op := OpMessage(4, "U1")
 	offs, err := DecodeOpBody(op.Body)
 	require.NoError(t, err)
 	require.Equal(t, []int64{4}, offs)
