@@ -353,12 +353,12 @@ scan:
 				t.discarded.Add(1)
 				t.log.WithFields(logrus.Fields{"halfOffset": rec.QueueOffset, "realTopic": commitlog.ParseProperties(rec.Properties)[txn.PropRealTopic]}).
 					Warn("half still unresolved after transactionCheckMax check-backs: moved to " + txn.CheckMaxTimeTopic)
-				c.Pass(rec.QueueOffset)
+				c.PassOpen(rec.QueueOffset, now)
 			case txn.Check:
 				if !t.check(rec) {
 					break scan
 				}
-				c.Pass(rec.QueueOffset)
+				c.PassOpen(rec.QueueOffset, now)
 			}
 			off = rec.QueueOffset + 1
 		}

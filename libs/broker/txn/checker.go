@@ -30,6 +30,10 @@ type Checker struct {
 	done     map[int64]struct{}
 	keys     map[string]int64 // UNIQ_KEY -> ms resolved
 	keyOrder []keyAt
+	// open holds halves the scan passed unresolved (checked or discarded), with when: an
+	// END_TRANSACTION naming one still counts (the producer's answer to an earlier check).
+	open      map[int64]int64
+	openOrder []int64
 }
 
 type keyAt struct {
@@ -85,7 +89,7 @@ func NewChecker(cfg Config, halfNext, opDone int64) *Checker {
 	return &Checker{
 		cfg: cfg, halfNext: max(halfNext, 0), opDone: max(opDone, 0), opRead: max(opDone, 0),
 		removed: map[int64]int64{}, pending: map[int64]int{}, done: map[int64]struct{}{},
-		keys: map[string]int64{},
+		keys: map[string]int64{}, open: map[int64]int64{},
 	}
 }
 
@@ -144,24 +148,52 @@ func (c *Checker) MarkResolved(h int64, key string, nowMs int64) {
 			c.removed[h] = -1
 		}
 	}
+	delete(c.open, h)
 	c.rememberKey(key, nowMs)
 }
 
 // Resolved reports whether the half at queue offset h is no longer open for END_TRANSACTION:
-// an op record names it, the scan has passed it (resolved, checked again as a copy at a later
-// offset, or discarded), or its transaction key was resolved.
+// an op record names it, its transaction key was resolved, or the scan passed it resolved.
+// A half the scan passed unresolved (checked: a copy at a later offset now stands for it; or
+// discarded) stays open for KeyWindow, so the producer's answer to its check still counts;
+// after that (or beyond MaxKeys such halves) it counts as resolved: an answer that late is
+// dropped rather than risk a second delivery.
 func (c *Checker) Resolved(h int64, key string, nowMs int64) bool {
-	if h < c.halfNext {
-		return true
-	}
 	if _, ok := c.removed[h]; ok {
 		return true
 	}
-	return c.keyResolved(key, nowMs)
+	if c.keyResolved(key, nowMs) {
+		return true
+	}
+	if h < c.halfNext {
+		at, open := c.open[h]
+		return !open || nowMs-at >= c.cfg.KeyWindow.Milliseconds()
+	}
+	return false
+}
+
+// PassOpen moves the scan past the half at h left unresolved (Check or Discard).
+func (c *Checker) PassOpen(h int64, nowMs int64) {
+	c.Pass(h)
+	for len(c.openOrder) > 0 {
+		first := c.openOrder[0]
+		at, ok := c.open[first]
+		if ok && nowMs-at < c.cfg.KeyWindow.Milliseconds() && len(c.open) < c.cfg.MaxKeys {
+			break
+		}
+		delete(c.open, first)
+		c.openOrder = c.openOrder[1:]
+	}
+	if len(c.openOrder) == 0 {
+		c.openOrder = nil
+	}
+	c.open[h] = nowMs
+	c.openOrder = append(c.openOrder, h)
 }
 
 // Decide says what to do with the half at h.QueueOffset == the next offset to decide, for a
-// round that began at roundStartMs, now nowMs. Skip, Check and Discard are followed by Pass.
+// round that began at roundStartMs, now nowMs. Skip is followed by Pass, Check and Discard
+// by PassOpen.
 func (c *Checker) Decide(h Half, nowMs, roundStartMs int64) Action {
 	if _, ok := c.removed[h.QueueOffset]; ok || h.QueueOffset < c.halfNext || c.keyResolved(h.Key, nowMs) {
 		return Skip

@@ -102,11 +102,18 @@ func TestCheckerOpsResolveAndProgress(t *testing.T) {
 	_, op = c.Progress()
 	require.Equal(t, int64(3), op)
 	require.Equal(t, int64(3), c.OpRead())
-	// Behind the scan counts as resolved for END_TRANSACTION.
+	// Behind the scan and resolved: resolved for END_TRANSACTION.
 	require.True(t, c.Resolved(1, "", now))
+	// Passed unresolved (checked or discarded): still open for the answer to its check,
+	// until KeyWindow; resolved once answered.
+	c.PassOpen(3, now)
+	require.False(t, c.Resolved(3, "", now))
+	require.True(t, c.Resolved(3, "", now+DefaultConfig().KeyWindow.Milliseconds()))
+	c.MarkResolved(3, "", now)
+	require.True(t, c.Resolved(3, "", now))
 	// An op record carrying a key resolves the other halves of that transaction (a check
 	// copy made again after a restart).
-	c.AddOp(3, []int64{2}, "K", now)
+	c.AddOp(3, []int64{5}, "K", now)
 	require.True(t, c.Resolved(10, "K", now))
 }
 
