@@ -204,20 +204,9 @@ func (b *Broker) handleEndTransaction(w remoting.ResponseWriter, req *remoting.C
 		return
 	}
 	key := props[txn.PropUniqKey]
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	c := t.ensure(v)
-	t.readOps(c)
-	if c.Resolved(rec.QueueOffset, key, now) {
-		t.duplicates.Add(1)
-		log.Info("end transaction for a half already resolved: nothing to do")
-		b.replyOK(w, req, nil)
-		return
-	}
-	resp := remoting.NewResponse(req, remoting.Success, "")
+	var m *commitlog.Message
 	if h.commitOrRollback == txn.TypeCommit {
-		m, err := txn.Restore(rec)
-		if err != nil {
+		if m, err = txn.Restore(rec); err != nil {
 			b.reply(w, req, remoting.SystemError, "half message unusable: "+err.Error())
 			return
 		}
@@ -228,8 +217,29 @@ func (b *Broker) handleEndTransaction(w remoting.ResponseWriter, req *remoting.C
 				return
 			}
 		}
+	}
+	// Decide and claim under the lock; append outside it, so that ends of different halves
+	// do not wait for one another's appends.
+	t.mu.Lock()
+	c := t.ensure(v)
+	if c.Resolved(rec.QueueOffset, key, now) {
+		t.mu.Unlock()
+		t.duplicates.Add(1)
+		log.Info("end transaction for a half already resolved: nothing to do")
+		b.replyOK(w, req, nil)
+		return
+	}
+	c.MarkResolved(rec.QueueOffset, key, now)
+	t.updatePending(c)
+	t.mu.Unlock()
+	resp := remoting.NewResponse(req, remoting.Success, "")
+	if m != nil {
 		res, err := b.store.Append(m)
 		if err != nil {
+			t.mu.Lock()
+			c.Unresolve(rec.QueueOffset, key)
+			t.updatePending(c)
+			t.mu.Unlock()
 			b.replyStoreError(w, req, err)
 			return
 		}
@@ -237,13 +247,11 @@ func (b *Broker) handleEndTransaction(w remoting.ResponseWriter, req *remoting.C
 		resp.ExtFields["queueOffset"] = strconv.FormatInt(res.QueueOffset, 10)
 	}
 	// The op record. Should it fail after a commit was stored, the check-back asks again and
-	// the key remembered below keeps the answer from delivering a second copy.
+	// the key remembered above keeps the answer from delivering a second copy.
 	if _, err := b.store.Append(txn.OpMessage(rec.QueueOffset, key)); err != nil {
 		log.WithError(err).Error("op record not stored")
 	}
-	c.MarkResolved(rec.QueueOffset, key, now)
-	t.updatePending(c)
-	if h.commitOrRollback == txn.TypeCommit {
+	if m != nil {
 		t.commits.Add(1)
 	} else {
 		t.rollbacks.Add(1)
@@ -267,7 +275,10 @@ func (t *txnService) ensure(v *roleView) *txn.Checker {
 		op = t.b.store.QueueMinOffset(txn.OpTopic, 0)
 	}
 	t.core, t.view = txn.NewChecker(t.cfg, half, op), v
-	t.log.WithFields(logrus.Fields{"halfOffset": half, "opOffset": op}).Info("transaction check progress loaded")
+	// The op records written before (by this broker before a restart, or by the old master)
+	// are read once here; those written from now on are marked as they are written.
+	t.readOps(t.core)
+	t.log.WithFields(logrus.Fields{"halfOffset": half, "opOffset": op, "opsRead": t.core.OpRead() - op}).Info("transaction check progress loaded")
 	return t.core
 }
 

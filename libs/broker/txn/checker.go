@@ -152,6 +152,16 @@ func (c *Checker) MarkResolved(h int64, key string, nowMs int64) {
 	c.rememberKey(key, nowMs)
 }
 
+// Unresolve undoes MarkResolved when the records it announced could not be written.
+func (c *Checker) Unresolve(h int64, key string) {
+	if op, ok := c.removed[h]; ok && op < 0 {
+		delete(c.removed, h)
+	}
+	if key != "" {
+		delete(c.keys, key)
+	}
+}
+
 // Resolved reports whether the half at queue offset h is no longer open for END_TRANSACTION:
 // an op record names it, its transaction key was resolved, or the scan passed it resolved.
 // A half the scan passed unresolved (checked: a copy at a later offset now stands for it; or
