@@ -158,15 +158,18 @@ func (b *Broker) handleEndTransaction(w remoting.ResponseWriter, req *remoting.C
 		b.reply(w, req, remoting.SystemError, err.Error())
 		return
 	}
-	log := t.log.WithFields(logrus.Fields{"group": h.producerGroup, "halfOffset": h.tranStateTableOffset,
-		"commitLogOffset": h.commitLogOffset, "msgId": h.msgID, "fromCheck": h.fromTransactionCheck, "peer": bornHostOfString(w)})
+	// Built only when something is logged: this is the per-transaction path.
+	log := func() logrus.FieldLogger {
+		return t.log.WithFields(logrus.Fields{"group": h.producerGroup, "halfOffset": h.tranStateTableOffset,
+			"commitLogOffset": h.commitLogOffset, "msgId": h.msgID, "fromCheck": h.fromTransactionCheck, "peer": bornHostOfString(w)})
+	}
 	switch h.commitOrRollback {
 	case txn.TypeCommit, txn.TypeRollback:
 	case txn.TypeNot:
 		// The producer does not know yet: the half waits for the next check (RocketMQ
 		// answers nothing; the clients send this one-way).
 		t.unknowns.Add(1)
-		log.Debug("end transaction with an unknown state: left for the check-back")
+		log().Debug("end transaction with an unknown state: left for the check-back")
 		b.replyOK(w, req, nil)
 		return
 	default:
@@ -186,7 +189,7 @@ func (b *Broker) handleEndTransaction(w remoting.ResponseWriter, req *remoting.C
 	now := b.now().UnixMilli()
 	if !h.fromTransactionCheck {
 		// RocketMQ's rejectCommitOrRollback: past its own immunity, only the check decides.
-		if hf := txn.HalfOf(rec); hf.Immunity > 0 && now-rec.BornTimestamp > t.cfg.TransactionTimeout.Milliseconds() &&
+		if hf := txn.HalfOfProps(rec, props); hf.Immunity > 0 && now-rec.BornTimestamp > t.cfg.TransactionTimeout.Milliseconds() &&
 			now-rec.BornTimestamp > hf.Immunity.Milliseconds() {
 			b.reply(w, req, remoting.IllegalOperation, "end transaction after its check immunity time: left for the check-back")
 			return
@@ -206,7 +209,7 @@ func (b *Broker) handleEndTransaction(w remoting.ResponseWriter, req *remoting.C
 	key := props[txn.PropUniqKey]
 	var m *commitlog.Message
 	if h.commitOrRollback == txn.TypeCommit {
-		if m, err = txn.Restore(rec); err != nil {
+		if m, err = txn.RestoreProps(rec, props); err != nil {
 			b.reply(w, req, remoting.SystemError, "half message unusable: "+err.Error())
 			return
 		}
@@ -225,7 +228,7 @@ func (b *Broker) handleEndTransaction(w remoting.ResponseWriter, req *remoting.C
 	if c.Resolved(rec.QueueOffset, key, now) {
 		t.mu.Unlock()
 		t.duplicates.Add(1)
-		log.Info("end transaction for a half already resolved: nothing to do")
+		log().Info("end transaction for a half already resolved: nothing to do")
 		b.replyOK(w, req, nil)
 		return
 	}
@@ -249,7 +252,7 @@ func (b *Broker) handleEndTransaction(w remoting.ResponseWriter, req *remoting.C
 	// The op record. Should it fail after a commit was stored, the check-back asks again and
 	// the key remembered above keeps the answer from delivering a second copy.
 	if _, err := b.store.Append(txn.OpMessage(rec.QueueOffset, key)); err != nil {
-		log.WithError(err).Error("op record not stored")
+		log().WithError(err).Error("op record not stored")
 	}
 	if m != nil {
 		t.commits.Add(1)

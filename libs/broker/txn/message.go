@@ -46,10 +46,13 @@ func ToHalf(m *commitlog.Message, props map[string]string, producerGroup string)
 
 // realOf returns a half record's parsed properties with its real topic and queue.
 func realOf(rec *commitlog.Record) (map[string]string, string, int32, error) {
+	return realOfProps(rec, commitlog.ParseProperties(rec.Properties))
+}
+
+func realOfProps(rec *commitlog.Record, props map[string]string) (map[string]string, string, int32, error) {
 	if rec.Topic != HalfTopic {
 		return nil, "", 0, fmt.Errorf("%w: record of topic %q", ErrNotHalf, rec.Topic)
 	}
-	props := commitlog.ParseProperties(rec.Properties)
 	topic := props[PropRealTopic]
 	if topic == "" || topic == HalfTopic {
 		return nil, "", 0, fmt.Errorf("%w: REAL_TOPIC %q", ErrNotHalf, topic)
@@ -67,7 +70,12 @@ func realOf(rec *commitlog.Record) (map[string]string, string, int32, error) {
 // commit, as RocketMQ does); sysFlag keeps its other bits with the COMMIT type, and
 // PreparedTransactionOffset is the half's CommitLog offset.
 func Restore(rec *commitlog.Record) (*commitlog.Message, error) {
-	props, topic, qid, err := realOf(rec)
+	return RestoreProps(rec, commitlog.ParseProperties(rec.Properties))
+}
+
+// RestoreProps is Restore with the record's properties already parsed; props is modified.
+func RestoreProps(rec *commitlog.Record, props map[string]string) (*commitlog.Message, error) {
+	props, topic, qid, err := realOfProps(rec, props)
 	if err != nil {
 		return nil, err
 	}
@@ -88,7 +96,11 @@ func Restore(rec *commitlog.Record) (*commitlog.Message, error) {
 
 // HalfOf reads what the Checker needs from a half record.
 func HalfOf(rec *commitlog.Record) Half {
-	props := commitlog.ParseProperties(rec.Properties)
+	return HalfOfProps(rec, commitlog.ParseProperties(rec.Properties))
+}
+
+// HalfOfProps is HalfOf with the record's properties already parsed.
+func HalfOfProps(rec *commitlog.Record, props map[string]string) Half {
 	h := Half{
 		QueueOffset: rec.QueueOffset, BornTimestamp: rec.BornTimestamp, StoreTimestamp: rec.StoreTimestamp,
 		Key: props[PropUniqKey],
@@ -135,14 +147,13 @@ func Discarded(rec *commitlog.Record) *commitlog.Message {
 // half's UNIQ_KEY (RocketMQ's op records do not; readers that do not know it ignore it), so
 // that after a restart the other halves of a resolved transaction (check copies) are known.
 func OpMessage(halfOffset int64, key string) *commitlog.Message {
-	props := map[string]string{PropTags: OpTag, PropWait: "false"}
+	// name\x01value\x02 pairs, as commitlog.AppendProperties writes them (sorted names).
+	p := PropTags + "\x01" + OpTag + "\x02"
 	if key != "" {
-		props[PropUniqKey] = key
+		p += PropUniqKey + "\x01" + key + "\x02"
 	}
-	return &commitlog.Message{
-		Topic: OpTopic, QueueID: 0, Body: AppendOpBody(nil, halfOffset),
-		Properties: string(commitlog.AppendProperties(nil, props)),
-	}
+	p += PropWait + "\x01false\x02"
+	return &commitlog.Message{Topic: OpTopic, QueueID: 0, Body: AppendOpBody(nil, halfOffset), Properties: p}
 }
 
 // OpOf reads an op queue record: whether it is a removal record (TAGS=d) and its key.
