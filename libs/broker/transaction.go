@@ -234,6 +234,14 @@ func (b *Broker) handleEndTransaction(w remoting.ResponseWriter, req *remoting.C
 	}
 	c.MarkResolved(rec.QueueOffset, key, now)
 	t.updatePending(c)
+	if c.Removed() > t.cfg.MaxOpsAhead/2 {
+		// Many resolved halves the scan has not passed: a round now passes them, so the
+		// memory they take is bounded by the ends of about one transactionTimeOut.
+		select {
+		case t.wake <- struct{}{}:
+		default:
+		}
+	}
 	t.mu.Unlock()
 	resp := remoting.NewResponse(req, remoting.Success, "")
 	if m != nil {
@@ -281,6 +289,7 @@ func (t *txnService) ensure(v *roleView) *txn.Checker {
 	// The op records written before (by this broker before a restart, or by the old master)
 	// are read once here; those written from now on are marked as they are written.
 	t.readOps(t.core)
+	t.updatePending(t.core)
 	t.log.WithFields(logrus.Fields{"halfOffset": half, "opOffset": op, "opsRead": t.core.OpRead() - op}).Info("transaction check progress loaded")
 	return t.core
 }
