@@ -132,6 +132,20 @@ func TestTransactionCommitRollbackIdempotent(t *testing.T) {
 	require.Equal(t, remoting.MessageIllegal, invoke(t, c, addr, remoting.SendBatchMessage, ext, batchBody([]string{"a"}, []string{""})).Code)
 }
 
+// TestTransactionHalfSyncMaster: a half is answered like any send: a SYNC_MASTER with no slave
+// in sync stores it and answers SLAVE_NOT_AVAILABLE (the clients then roll back).
+func TestTransactionHalfSyncMaster(t *testing.T) {
+	b := startBroker(t, syncMasterConfig(t))
+	c := newTestClient(t)
+	r := sendHalf(t, c, b.Addr(), "TxS", "s1")
+	require.Equal(t, remoting.SlaveNotAvailable, r.Code, r.Remark)
+	require.Equal(t, "true", r.Ext("stored"))
+	require.Equal(t, "1", r.Ext("replicas"))
+	r = invoke(t, c, b.Addr(), remoting.EndTransaction, endExt(t, r, txn.TypeRollback, false), nil)
+	require.Equal(t, remoting.Success, r.Code, r.Remark)
+	require.Empty(t, visible(t, b, "TxS"))
+}
+
 func TestTransactionRejectAndSlave(t *testing.T) {
 	cfg := testConfig(t)
 	cfg.RejectTransactionMessage = true

@@ -51,7 +51,8 @@ var txnConf = []string{"transactionTimeOut=1000", "transactionCheckInterval=300"
 func startGroup(t *testing.T) *e2e.Group {
 	cfg := e2e.DefaultGroupConfig()
 	cfg.ExtraMaster = txnConf
-	cfg.ExtraSlave = txnConf
+	// The slave pulls the master's tables (the check progress among them) every second.
+	cfg.ExtraSlave = append([]string{"metasyncFallbackInterval=1000"}, txnConf...)
 	g := e2e.StartGroup(t, cfg)
 	return g
 }
@@ -349,6 +350,23 @@ func TestTransactionOutcomes(t *testing.T) {
 	harness.Eventually(t, readyTimeout, func() error {
 		if v := metric(t, g.MasterHTTP, "rmqha_broker_transaction_pending_halves"); v != 0 {
 			return fmt.Errorf("%v halves pending", v)
+		}
+		return nil
+	})
+	// The check progress is kept as CID_RMQ_SYS_TRANS consumer offsets and reaches the slave.
+	harness.Eventually(t, readyTimeout, func() error {
+		for _, tp := range []string{"RMQ_SYS_TRANS_HALF_TOPIC", "RMQ_SYS_TRANS_OP_HALF_TOPIC"} {
+			mo, err := g.ConsumerOffset(g.MasterAddr, "CID_RMQ_SYS_TRANS", tp, 0)
+			if err != nil {
+				return err
+			}
+			so, err := g.ConsumerOffset(g.SlaveAddr, "CID_RMQ_SYS_TRANS", tp, 0)
+			if err != nil {
+				return err
+			}
+			if mo <= 0 || so != mo {
+				return fmt.Errorf("%s progress: master %d, slave %d", tp, mo, so)
+			}
 		}
 		return nil
 	})
