@@ -172,6 +172,7 @@ func (b *Broker) handleRuntimeInfo(w remoting.ResponseWriter, req *remoting.Comm
 	}
 	b.sqlRuntimeInfo(t)
 	b.replyRuntimeInfo(t)
+	b.txnRuntimeInfo(t)
 	if st.HAMaster != nil {
 		t["haInSyncCount"] = strconv.Itoa(st.HAMaster.InSyncCount)
 		t["haEpoch"] = strconv.FormatInt(st.HAMaster.Epoch, 10)

@@ -37,6 +37,7 @@ type Broker struct {
 	clients *clientRegistry
 	holds   *holdService
 	pipe    *sendPipeline
+	txn     *txnService // transactional messages (transaction.go)
 	levels  schedule.Levels
 	// delivered is the delay-delivery progress seen in the log (a promoted slave resumes
 	// after the deliveries it replicated).
@@ -324,6 +325,7 @@ func (b *Broker) start() error {
 	b.holds = newHoldService(b)
 	b.pipe = newSendPipeline(b)
 	b.locks = newQueueLocks(cfg.LockMaxQueuesPerGroup, cfg.LockMaxQueues)
+	b.txn = newTxnService(b)
 	b.store.OnDispatch(b.holds.notify)
 	b.store.OnDispatch(func(topic string, queueID int32, max int64) {
 		if d := b.view().delay; d != nil { // masters only; follows role switches
@@ -390,10 +392,11 @@ func (b *Broker) start() error {
 	b.holds.start()
 	b.pipe.start()
 	b.clients.start()
-	b.wg.Add(3)
+	b.wg.Add(4)
 	go b.persistLoop()
 	go b.registerLoop()
 	go b.claimLoop()
+	go b.txn.run()
 	return nil
 }
 

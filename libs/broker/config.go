@@ -235,6 +235,20 @@ type Config struct {
 	// refuses sends; off, nothing is stored and any broker the requester heartbeats pushes.
 	// Default true, as in RocketMQ.
 	StoreReplyMessageEnable bool `prop:"storeReplyMessageEnable"`
+	// --- Transactional messages (package txn; transaction.go). ---
+
+	// RejectTransactionMessage refuses half (TRAN_MSG) sends with NO_PERMISSION, as RocketMQ
+	// does. Default false.
+	RejectTransactionMessage bool `prop:"rejectTransactionMessage"`
+	// TransactionTimeOut is how old a half must be before the master checks it back with its
+	// producer (CHECK_IMMUNITY_TIME_IN_SECONDS raises it per message). Default 6000 ms.
+	TransactionTimeOut time.Duration `prop:"transactionTimeOut,ms"`
+	// TransactionCheckInterval is how often the master scans the half queue for halves to
+	// check back. Default 60000 ms.
+	TransactionCheckInterval time.Duration `prop:"transactionCheckInterval,ms"`
+	// TransactionCheckMax is how many check-backs a half gets before it is moved to
+	// TRANS_CHECK_MAX_TIME_TOPIC. Default 15.
+	TransactionCheckMax int `prop:"transactionCheckMax"`
 
 	// Bounds on what clients make the broker create and store (heartbeats, pulls, send-backs
 	// and sends to %RETRY% topics auto-create subscription groups and retry topics).
@@ -320,6 +334,9 @@ func DefaultConfig() Config {
 		DeleteWhen:                    "04",
 		DiskMaxUsedSpaceRatio:         75,
 		MessageDelayLevel:             schedule.DefaultMessageDelayLevel,
+		TransactionTimeOut:            6 * time.Second,
+		TransactionCheckInterval:      60 * time.Second,
+		TransactionCheckMax:           15,
 		MetasyncFallbackInterval:      30 * time.Second,
 		MetricsEnable:                 true,
 		LogLevel:                      "info",
@@ -475,6 +492,15 @@ func (c Config) Validate() error {
 	}
 	if c.DiskMaxUsedSpaceRatio < 10 || c.DiskMaxUsedSpaceRatio > 95 {
 		return bad("diskMaxUsedSpaceRatio", "%d not in [10, 95]", c.DiskMaxUsedSpaceRatio)
+	}
+	if c.TransactionTimeOut <= 0 {
+		return bad("transactionTimeOut", "%v must be positive", c.TransactionTimeOut)
+	}
+	if c.TransactionCheckInterval <= 0 {
+		return bad("transactionCheckInterval", "%v must be positive", c.TransactionCheckInterval)
+	}
+	if c.TransactionCheckMax < 1 {
+		return bad("transactionCheckMax", "%d must be at least 1", c.TransactionCheckMax)
 	}
 	if _, err := schedule.ParseLevels(c.MessageDelayLevel); err != nil {
 		return bad("messageDelayLevel", "%v", err)

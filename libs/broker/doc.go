@@ -88,7 +88,14 @@
 // (<cluster>_REPLY_TOPIC, one queue, a system topic every broker creates). The answers, the
 // differences from RocketMQ and the metrics are described in reply.go.
 //
+// # Transactional messages
+//
+// Half sends (TRAN_MSG=true) are stored in RMQ_SYS_TRANS_HALF_TOPIC and answered like any send;
+// END_TRANSACTION commits (the message is stored in its topic once) or rolls back, and the
+// master checks back unresolved halves with their producers (CHECK_TRANSACTION_STATE) every
+// transactionCheckInterval; see transaction.go and package txn.
+//
 // # Not implemented
 //
-// Transactions and Java's VIP port (listenPort-2) are not served.
+// Java's VIP port (listenPort-2) is not served.
 package broker

@@ -17,6 +17,7 @@ func (b *Broker) registerHandlers() {
 	h(remoting.ConsumerSendMsgBack, b.handleSendBack)
 	h(remoting.SendReplyMessage, b.handleSendReply)
 	h(remoting.SendReplyMessageV2, b.handleSendReply)
+	h(remoting.EndTransaction, b.handleEndTransaction)
 	// Consuming.
 	h(remoting.PullMessage, b.handlePull)
 	h(remoting.QueryConsumerOffset, b.handleQueryConsumerOffset)

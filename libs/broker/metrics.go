@@ -107,6 +107,7 @@ func newBrokerMetrics(b *Broker, on bool) *brokerMetrics {
 	m.reg.MustRegister(&stateCollector{b: b})
 	m.reg.MustRegister(&selectorCollector{b: b})
 	m.reg.MustRegister(&replyCollector{b: b})
+	m.reg.MustRegister(&txnCollector{b: b})
 	if !on {
 		return m
 	}

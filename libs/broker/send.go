@@ -14,6 +14,7 @@ import (
 	"github.com/rmqha/rmqha/libs/broker/meta"
 	"github.com/rmqha/rmqha/libs/broker/route"
 	"github.com/rmqha/rmqha/libs/broker/schedule"
+	"github.com/rmqha/rmqha/libs/broker/txn"
 	"github.com/rmqha/rmqha/libs/commitlog"
 	"github.com/rmqha/rmqha/libs/hawire"
 	"github.com/rmqha/rmqha/libs/remoting"
@@ -386,9 +387,13 @@ func (b *Broker) handleSend(w remoting.ResponseWriter, req *remoting.Command) {
 		BornHost:       bornHostOf(w),
 		ReconsumeTimes: h.reconsumeTimes,
 	}
+	// A transactional half waits in RMQ_SYS_TRANS_HALF_TOPIC for its commit (transaction.go).
+	if txn.IsHalfSend(pm, h.sysFlag) && !b.prepareHalf(w, req, msg, pm, h.producerGroup) {
+		return
+	}
 	// A delayed message waits in SCHEDULE_TOPIC_XXXX until the delay service moves it to its
 	// topic (not for dead letters, nor for transactional half or rollback messages).
-	if level := schedule.DelayLevel(pm); level > 0 && !strings.HasPrefix(topic, meta.DLQGroupTopicPrefix) {
+	if level := schedule.DelayLevel(pm); level > 0 && !strings.HasPrefix(topic, meta.DLQGroupTopicPrefix) && msg.Topic != txn.HalfTopic {
 		if tt := h.sysFlag & sysFlagTransactionMask; tt == 0 || tt == sysFlagTransactionCommit {
 			if err := b.levels.ToSchedule(msg, level); err != nil {
 				b.reply(w, req, remoting.MessageIllegal, "delay level: "+err.Error())
@@ -414,6 +419,9 @@ func (b *Broker) handleSend(w remoting.ResponseWriter, req *remoting.Command) {
 }
 
 func (b *Broker) sendBatch(v *roleView, w remoting.ResponseWriter, req *remoting.Command, h *sendHeader) {
+	if b.refuseBatchTxn(w, req, h.sysFlag) {
+		return
+	}
 	members, err := decodeBatch(req.Body)
 	if err != nil {
 		b.reply(w, req, remoting.MessageIllegal, err.Error())

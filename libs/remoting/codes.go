@@ -85,7 +85,7 @@ const (
 )
 
 // Response codes (the "code" of a response frame): RocketMQ's RemotingSysResponseCode (0..4)
-// and ResponseCode (10..29).
+// and ResponseCode (10..29, 604).
 const (
 	Success                   int32 = 0
 	SystemError               int32 = 1
@@ -112,6 +112,8 @@ const (
 	FilterDataNotExist        int32 = 27
 	FilterDataNotLatest       int32 = 28
 	InvalidParameter          int32 = 29
+	// IllegalOperation answers an END_TRANSACTION sent after its half's check-immunity time.
+	IllegalOperation int32 = 604
 )
 
 var requestNames = map[int32]string{
@@ -218,6 +220,7 @@ var responseNames = map[int32]string{
 	FilterDataNotExist:        "FILTER_DATA_NOT_EXIST",
 	FilterDataNotLatest:       "FILTER_DATA_NOT_LATEST",
 	InvalidParameter:          "INVALID_PARAMETER",
+	IllegalOperation:          "ILLEGAL_OPERATION",
 }
 
 // RequestName returns the RocketMQ name of a request code ("SEND_MESSAGE"), or "REQUEST_<n>"

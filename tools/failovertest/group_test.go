@@ -89,6 +89,8 @@ func startGroup(t *testing.T, n int) *group {
 		// No NATS or metasync here: slaves pull the master's tables themselves, often.
 		b.WriteString("metasyncFallbackInterval=500\n")
 		b.WriteString("enableFailover=true\nfailoverMasterRole=SYNC_MASTER\nslaveReadEnable=true\nautoCreateTopicEnable=true\n")
+		// Short transaction check timing (TestTransactionsAcrossFailover; no other test sends halves).
+		b.WriteString("transactionTimeOut=1000\ntransactionCheckInterval=300\ntransactionCheckMax=200\n")
 		nd.proc = g.start(name, b.String(), []string{"CONSUL_HTTP_ADDR=" + nd.consulPx.Addr()})
 		g.nodes = append(g.nodes, nd)
 	}

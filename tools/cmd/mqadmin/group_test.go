@@ -124,6 +124,9 @@ func TestCommandsAgainstGroup(t *testing.T) {
 	t.Run("brokerStatus", func(t *testing.T) {
 		out := mustRun(t, "brokerStatus", "-b", g.MasterAddr)
 		assert.Equal(t, []string{"brokerRole", "ASYNC_MASTER"}, tableRow(out, "brokerRole"), out)
+		// Transactional messages: the counters and the check progress.
+		assert.Equal(t, []string{"transactionPendingHalves", "0"}, tableRow(out, "transactionPendingHalves"), out)
+		assert.Equal(t, []string{"transactionCommits", "0"}, tableRow(out, "transactionCommits"), out)
 		var kv map[string]string
 		require.NoError(t, json.Unmarshal([]byte(mustRun(t, "brokerStatus", "-b", g.SlaveAddr, "--json")), &kv))
 		assert.Equal(t, "SLAVE", kv["brokerRole"])
