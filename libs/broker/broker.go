@@ -260,6 +260,9 @@ func (b *Broker) start() error {
 	scfg.DeleteWhen = hours
 	scfg.DiskMaxUsedSpaceRatio = cfg.DiskMaxUsedSpaceRatio
 	scfg.StoreHost = b.storeHost
+	scfg.MessageIndexEnable = cfg.MessageIndexEnable
+	scfg.MaxHashSlotNum = cfg.MaxHashSlotNum
+	scfg.MaxIndexNum = cfg.MaxIndexNum
 	scfg.Logger = b.log.WithField("component", "store")
 	scfg.Now = b.now
 	// Schedule-topic units carry their delivery time as tags code (on slaves too, so their

@@ -24,6 +24,7 @@ func (b *Broker) registerHandlers() {
 	h(remoting.GetEarliestMsgStoretime, b.handleEarliestMsgStoreTime)
 	h(remoting.SearchOffsetByTimestamp, b.handleSearchOffsetByTimestamp)
 	h(remoting.ViewMessageByID, b.handleViewMessageByID)
+	h(remoting.QueryMessage, b.handleQueryMessage)
 	// Clients.
 	h(remoting.HeartBeat, b.handleHeartbeat)
 	h(remoting.UnregisterClient, b.handleUnregisterClient)

@@ -80,6 +80,14 @@ type opts struct {
 	watch    bool
 	interval time.Duration
 	count    int
+	key      string
+	addr     string
+	beginTs  int64
+	endTs    int64
+	maxNum   int
+	queueID  int
+	offset   int64
+	showAll  bool
 	// accessKey and secretKey sign every request (-ak/-sk, else ROCKETMQ_HOME/conf/tools.yml).
 	accessKey string
 	secretKey string
@@ -101,6 +109,7 @@ func init() {
 		cmdClusterList, cmdTopicList, cmdTopicRoute, cmdUpdateTopic, cmdDeleteTopic,
 		cmdConsumerGroupList, cmdUpdateSubGroup, cmdDeleteSubGroup, cmdConsumerProgress,
 		cmdHAStatus, cmdBrokerStatus,
+		cmdQueryMsgByKey, cmdQueryMsgByUniqueKey, cmdQueryMsgByOffset,
 	}
 }
 
