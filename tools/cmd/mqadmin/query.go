@@ -4,11 +4,13 @@ import (
 	"bytes"
 	"compress/zlib"
 	"context"
+	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
 	"io"
 	"math"
+	"os"
 	"sort"
 	"strconv"
 	"strings"
@@ -304,9 +306,31 @@ func nonNil(ms []FoundMessage) []FoundMessage {
 // toolsConsumerGroup is the group queryMsgByOffset pulls as (RocketMQ's TOOLS_CONSUMER).
 const toolsConsumerGroup = "TOOLS_CONSUMER"
 
-// PullOne pulls the message at a queue offset (PULL_MESSAGE with its own subscription "*", no
-// commit, no suspension); nil when the queue holds nothing there.
+// PullOne pulls the message at a queue offset as TOOLS_CONSUMER, like RocketMQ's tool does with
+// its pull consumer: a heartbeat registers the group's subscription "*" on the broker, one
+// PULL_MESSAGE (no commit, no suspension) reads the message, and the client unregisters; nil
+// when the queue holds nothing there.
 func (a *Admin) PullOne(ctx context.Context, addr, topic string, qid int, offset int64) ([]FoundMessage, error) {
+	clientID := fmt.Sprintf("mqadmin@%d", os.Getpid())
+	hb, err := json.Marshal(map[string]any{
+		"clientID": clientID, "producerDataSet": []any{},
+		"consumerDataSet": []any{map[string]any{
+			"groupName": toolsConsumerGroup, "consumeType": "CONSUME_ACTIVELY", "messageModel": "CLUSTERING",
+			"consumeFromWhere": "CONSUME_FROM_LAST_OFFSET", "unitMode": false,
+			"subscriptionDataSet": []any{map[string]any{"classFilterMode": false, "topic": topic, "subString": "*",
+				"tagsSet": []string{}, "codeSet": []int{}, "subVersion": 0, "expressionType": "TAG"}},
+		}},
+	})
+	if err != nil {
+		return nil, err
+	}
+	if _, err := a.Invoke(ctx, addr, remoting.HeartBeat, nil, hb); err != nil {
+		return nil, err
+	}
+	defer func() {
+		_, _ = a.Invoke(context.Background(), addr, remoting.UnregisterClient,
+			map[string]string{"clientID": clientID, "consumerGroup": toolsConsumerGroup}, nil)
+	}()
 	ext := map[string]string{
 		"consumerGroup": toolsConsumerGroup, "topic": topic, "queueId": strconv.Itoa(qid),
 		"queueOffset": strconv.FormatInt(offset, 10), "maxMsgNums": "1", "sysFlag": "2",
