@@ -21,7 +21,8 @@ const (
 )
 
 // indexFile is one index file. Only the newest (active) one is written; its
-// slots are kept in memory so that a put costs no read.
+// slots are kept in memory and written when it is finished, its entries are
+// written once per dispatch pass, so a put costs no system call.
 type indexFile struct {
 	start   int64 // CommitLog offset the file indexes from (its name)
 	name    string
@@ -269,6 +270,17 @@ func (ix *indexService) finish(f *indexFile, indexedTo int64) error {
 	if err := ix.flushPending(f); err != nil {
 		return err
 	}
+	// The active file's slots live in memory (it is never read back after a crash, so
+	// they need not reach the file before it is finished); they go in one write.
+	if f.slots != nil {
+		sb := make([]byte, len(f.slots)*indexSlotSize)
+		for i, v := range f.slots {
+			binary.BigEndian.PutUint32(sb[i*indexSlotSize:], uint32(v))
+		}
+		if _, err := f.f.WriteAt(sb, indexHeaderSize); err != nil {
+			return err
+		}
+	}
 	hb := appendIndexHeader(nil, f.hdr)
 	if _, err := f.f.WriteAt(hb, 0); err != nil {
 		return err
@@ -412,12 +424,6 @@ func (ix *indexService) put(f *indexFile, topic, key []byte, phy int64, storeTs 
 		}
 	}
 	no := f.hdr.indexCount
-	var sb [4]byte
-	binary.BigEndian.PutUint32(sb[:], uint32(no))
-	if _, err := f.f.WriteAt(sb[:], indexHeaderSize+int64(slot)*indexSlotSize); err != nil {
-		ix.werr = err
-		return
-	}
 	ix.mu.Lock()
 	if len(f.pending) == 0 {
 		f.pendFirst = no
