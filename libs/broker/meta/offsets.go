@@ -242,22 +242,18 @@ func (t *ConsumerOffsetTable) Reset(group, topic string, offsets map[int32]int64
 		q[id] = off
 		changed = true
 	}
-	if changed {
-		t.bump()
+	if !changed {
+		return false
 	}
-	// Recorded even when nothing changed here: a slave may still hold other values.
+	t.bump()
 	r := &OffsetReset{Topic: topic, Group: group, Offsets: make(map[int32]int64, len(offsets)), Version: t.version}
 	for id, off := range offsets {
 		r.Offsets[id] = off
 	}
-	if !changed {
-		t.bump()
-		r.Version = t.version
-	}
 	t.resets[key] = r
 	t.resetAt[key] = t.cfg.Now()
 	t.pruneResetsLocked()
-	return changed
+	return true
 }
 
 // pruneResetsLocked drops the oldest resets beyond maxResets.
