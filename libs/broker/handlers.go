@@ -25,6 +25,8 @@ func (b *Broker) registerHandlers() {
 	h(remoting.SearchOffsetByTimestamp, b.handleSearchOffsetByTimestamp)
 	h(remoting.ViewMessageByID, b.handleViewMessageByID)
 	h(remoting.QueryMessage, b.handleQueryMessage)
+	h(remoting.InvokeBrokerToResetOffset, b.handleResetOffset)
+	h(remoting.CloneGroupOffset, b.handleCloneGroupOffset)
 	// Clients.
 	h(remoting.HeartBeat, b.handleHeartbeat)
 	h(remoting.UnregisterClient, b.handleUnregisterClient)

@@ -62,6 +62,8 @@ const (
 	InvokeBrokerToGetConsumerStatus  int32 = 223
 	GetTopicsByCluster               int32 = 224
 	QueryTopicConsumeByWho           int32 = 300
+	QueryConsumeTimeSpan             int32 = 303
+	CloneGroupOffset                 int32 = 314
 	GetConsumerRunningInfo           int32 = 307
 	QueryCorrectionOffset            int32 = 308
 	ConsumeMessageDirectly           int32 = 309
@@ -105,6 +107,7 @@ const (
 	FilterDataNotExist        int32 = 27
 	FilterDataNotLatest       int32 = 28
 	InvalidParameter          int32 = 29
+	ConsumerNotOnline         int32 = 206
 )
 
 var requestNames = map[int32]string{
@@ -163,6 +166,8 @@ var requestNames = map[int32]string{
 	InvokeBrokerToGetConsumerStatus:  "INVOKE_BROKER_TO_GET_CONSUMER_STATUS",
 	GetTopicsByCluster:               "GET_TOPICS_BY_CLUSTER",
 	QueryTopicConsumeByWho:           "QUERY_TOPIC_CONSUME_BY_WHO",
+	QueryConsumeTimeSpan:             "QUERY_CONSUME_TIME_SPAN",
+	CloneGroupOffset:                 "CLONE_GROUP_OFFSET",
 	GetConsumerRunningInfo:           "GET_CONSUMER_RUNNING_INFO",
 	QueryCorrectionOffset:            "QUERY_CORRECTION_OFFSET",
 	ConsumeMessageDirectly:           "CONSUME_MESSAGE_DIRECTLY",
@@ -204,6 +209,7 @@ var responseNames = map[int32]string{
 	FilterDataNotExist:        "FILTER_DATA_NOT_EXIST",
 	FilterDataNotLatest:       "FILTER_DATA_NOT_LATEST",
 	InvalidParameter:          "INVALID_PARAMETER",
+	ConsumerNotOnline:         "CONSUMER_NOT_ONLINE",
 }
 
 // RequestName returns the RocketMQ name of a request code ("SEND_MESSAGE"), or "REQUEST_<n>"
