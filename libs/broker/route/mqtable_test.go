@@ -10,7 +10,7 @@ func TestResetOffsetBodyRoundTrip(t *testing.T) {
 	table := map[MessageQueue]int64{
 		{Topic: "T", BrokerName: "broker-a", QueueID: 1}: 7,
 		{Topic: "T", BrokerName: "broker-a", QueueID: 0}: 12,
-		{Topic: "A}b", BrokerName: "x{y", QueueID: 3}:   0,
+		{Topic: "A}b", BrokerName: "x{y", QueueID: 3}:    0,
 	}
 	b := AppendResetOffsetBody(nil, table)
 	require.Equal(t, `{"offsetTable":{{"brokerName":"x{y","queueId":3,"topic":"A}b"}:0,`+
