@@ -88,6 +88,10 @@ type opts struct {
 	queueID  int
 	offset   int64
 	showAll  bool
+	timeSpec string
+	force    string
+	srcGroup string
+	offline  bool
 	// accessKey and secretKey sign every request (-ak/-sk, else ROCKETMQ_HOME/conf/tools.yml).
 	accessKey string
 	secretKey string
@@ -110,6 +114,7 @@ func init() {
 		cmdConsumerGroupList, cmdUpdateSubGroup, cmdDeleteSubGroup, cmdConsumerProgress,
 		cmdHAStatus, cmdBrokerStatus,
 		cmdQueryMsgByKey, cmdQueryMsgByUniqueKey, cmdQueryMsgByOffset,
+		cmdResetOffsetByTime, cmdCloneGroupOffset,
 	}
 }
 
