@@ -27,6 +27,7 @@ func (b *Broker) registerHandlers() {
 	h(remoting.QueryMessage, b.handleQueryMessage)
 	h(remoting.InvokeBrokerToResetOffset, b.handleResetOffset)
 	h(remoting.CloneGroupOffset, b.handleCloneGroupOffset)
+	h(remoting.QueryConsumeTimeSpan, b.handleQueryConsumeTimeSpan)
 	// Clients.
 	h(remoting.HeartBeat, b.handleHeartbeat)
 	h(remoting.UnregisterClient, b.handleUnregisterClient)

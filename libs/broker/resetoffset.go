@@ -171,3 +171,46 @@ func (b *Broker) handleCloneGroupOffset(w remoting.ResponseWriter, req *remoting
 	}
 	b.replyOK(w, req, nil)
 }
+
+// handleQueryConsumeTimeSpan answers QUERY_CONSUME_TIME_SPAN (topic, group) as RocketMQ's
+// AdminBrokerProcessor does: per write queue the store times of its first and last message, of
+// the last message the group consumed (the first message's when it consumed none), and how long
+// ago the next message to consume was stored (0 when it is caught up).
+func (b *Broker) handleQueryConsumeTimeSpan(w remoting.ResponseWriter, req *remoting.Command) {
+	topic, group := req.Ext("topic"), req.Ext("group")
+	if topic == "" || group == "" {
+		b.reply(w, req, remoting.SystemError, "missing ext topic or group")
+		return
+	}
+	tc, ok := b.tables.Topics.Get(topic)
+	if !ok {
+		b.reply(w, req, remoting.TopicNotExist, "topic "+topic+" not exist")
+		return
+	}
+	now := b.now().UnixMilli()
+	spans := make([]route.QueueTimeSpan, 0, tc.WriteQueueNums)
+	for i := int32(0); i < int32(tc.WriteQueueNums); i++ {
+		sp := route.QueueTimeSpan{MessageQueue: route.MessageQueue{Topic: topic, BrokerName: b.cfg.BrokerName, QueueID: i}}
+		sp.MinTimeStamp, _ = b.store.EarliestMessageTime(topic, i)
+		maxOff := b.store.QueueMaxOffset(topic, i)
+		if maxOff > 0 {
+			sp.MaxTimeStamp, _ = b.store.MessageStoreTime(topic, i, maxOff-1)
+		}
+		committed, found := b.tables.Offsets.Query(group, topic, i)
+		if !found {
+			committed = -1
+		}
+		if committed > 0 {
+			sp.ConsumeTimeStamp, _ = b.store.MessageStoreTime(topic, i, committed-1)
+		} else {
+			sp.ConsumeTimeStamp = sp.MinTimeStamp
+		}
+		if committed >= 0 && committed < maxOff {
+			if next, err := b.store.MessageStoreTime(topic, i, committed); err == nil {
+				sp.DelayTime = now - next
+			}
+		}
+		spans = append(spans, sp)
+	}
+	b.replyOK(w, req, route.AppendQueryConsumeTimeSpanBody(nil, spans))
+}

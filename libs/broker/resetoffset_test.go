@@ -77,6 +77,21 @@ func TestResetOffsetByTime(t *testing.T) {
 		require.Equal(t, bad.code, resp.Code, "%v: %s", bad.ext, resp.Remark)
 	}
 
+	// Consume time span: queue 1 is consumed up to offset 2 of 3.
+	resp = invoke(t, c, b.Addr(), remoting.QueryConsumeTimeSpan, map[string]string{"topic": "R", "group": "rg"}, nil)
+	require.Equal(t, remoting.Success, resp.Code, resp.Remark)
+	spans, err := route.DecodeQueryConsumeTimeSpanBody(resp.Body)
+	require.NoError(t, err)
+	require.Len(t, spans, 2)
+	s1 := spans[1]
+	require.Equal(t, int32(1), s1.MessageQueue.QueueID)
+	require.Positive(t, s1.MinTimeStamp)
+	require.GreaterOrEqual(t, s1.MaxTimeStamp, s1.MinTimeStamp)
+	require.GreaterOrEqual(t, s1.ConsumeTimeStamp, s1.MinTimeStamp)
+	require.GreaterOrEqual(t, s1.DelayTime, int64(0))
+	resp = invoke(t, c, b.Addr(), remoting.QueryConsumeTimeSpan, map[string]string{"topic": "Nope", "group": "rg"}, nil)
+	require.Equal(t, remoting.TopicNotExist, resp.Code)
+
 	// Clone rg's offsets to a new group (an explicit reset too).
 	resp = invoke(t, c, b.Addr(), remoting.CloneGroupOffset, map[string]string{"srcGroup": "rg", "destGroup": "copy", "topic": "", "offline": "false"}, nil)
 	require.Equal(t, remoting.Success, resp.Code, resp.Remark)

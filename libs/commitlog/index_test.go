@@ -356,3 +356,17 @@ func TestIndexQueryWhileWriting(t *testing.T) {
 	<-done
 	checkAllFound(t, s, want)
 }
+
+func TestMessageStoreTime(t *testing.T) {
+	s := openStore(t, testConfig(vfs.NewMem()))
+	defer s.Close()
+	r := mustAppend(t, s, msg("T", 0, "a", ""))
+	waitDispatched(t, s)
+	ts, err := s.MessageStoreTime("T", 0, 0)
+	require.NoError(t, err)
+	require.Equal(t, r.StoreTimestamp, ts)
+	_, err = s.MessageStoreTime("T", 0, 1)
+	require.ErrorIs(t, err, ErrNotFound)
+	_, err = s.MessageStoreTime("T", 1, 0)
+	require.ErrorIs(t, err, ErrNotFound)
+}

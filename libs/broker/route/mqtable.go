@@ -201,3 +201,52 @@ func DecodeResetOffsetBody(b []byte) (map[MessageQueue]int64, error) {
 	}
 	return out, nil
 }
+
+// QueueTimeSpan is one entry of QueryConsumeTimeSpanBody.
+type QueueTimeSpan struct {
+	MessageQueue     MessageQueue `json:"messageQueue"`
+	MinTimeStamp     int64        `json:"minTimeStamp"`
+	MaxTimeStamp     int64        `json:"maxTimeStamp"`
+	ConsumeTimeStamp int64        `json:"consumeTimeStamp"`
+	DelayTime        int64        `json:"delayTime"`
+}
+
+// AppendQueryConsumeTimeSpanBody writes QueryConsumeTimeSpanBody as fastjson does (fields in
+// name order; valid JSON):
+//
+//	{"consumeTimeSpanSet":[{"consumeTimeStamp":1,"delayTime":0,"maxTimeStamp":2,
+//	  "messageQueue":{"brokerName":"b","queueId":0,"topic":"T"},"minTimeStamp":0}]}
+func AppendQueryConsumeTimeSpanBody(dst []byte, spans []QueueTimeSpan) []byte {
+	dst = append(dst, `{"consumeTimeSpanSet":[`...)
+	for i, s := range spans {
+		if i > 0 {
+			dst = append(dst, ',')
+		}
+		dst = append(dst, `{"consumeTimeStamp":`...)
+		dst = strconv.AppendInt(dst, s.ConsumeTimeStamp, 10)
+		dst = append(dst, `,"delayTime":`...)
+		dst = strconv.AppendInt(dst, s.DelayTime, 10)
+		dst = append(dst, `,"maxTimeStamp":`...)
+		dst = strconv.AppendInt(dst, s.MaxTimeStamp, 10)
+		dst = append(dst, `,"messageQueue":`...)
+		dst = AppendMessageQueue(dst, s.MessageQueue)
+		dst = append(dst, `,"minTimeStamp":`...)
+		dst = strconv.AppendInt(dst, s.MinTimeStamp, 10)
+		dst = append(dst, '}')
+	}
+	return append(dst, "]}"...)
+}
+
+// DecodeQueryConsumeTimeSpanBody parses QueryConsumeTimeSpanBody.
+func DecodeQueryConsumeTimeSpanBody(b []byte) ([]QueueTimeSpan, error) {
+	var v struct {
+		Set *[]QueueTimeSpan `json:"consumeTimeSpanSet"`
+	}
+	if err := json.Unmarshal(b, &v); err != nil {
+		return nil, fmt.Errorf("%w: %v", ErrSyntax, err)
+	}
+	if v.Set == nil {
+		return nil, fmt.Errorf("%w: no consumeTimeSpanSet", ErrSyntax)
+	}
+	return *v.Set, nil
+}

@@ -45,3 +45,32 @@ func FuzzResetOffsetBody(f *testing.F) {
 		require.Equal(t, table, again)
 	})
 }
+
+func TestQueryConsumeTimeSpanBodyRoundTrip(t *testing.T) {
+	spans := []QueueTimeSpan{
+		{MessageQueue: MessageQueue{Topic: "T", BrokerName: "b", QueueID: 0}, MinTimeStamp: 1, MaxTimeStamp: 5, ConsumeTimeStamp: 3, DelayTime: 7},
+		{MessageQueue: MessageQueue{Topic: "T", BrokerName: "b", QueueID: 1}},
+	}
+	b := AppendQueryConsumeTimeSpanBody(nil, spans)
+	require.Equal(t, `{"consumeTimeSpanSet":[{"consumeTimeStamp":3,"delayTime":7,"maxTimeStamp":5,`+
+		`"messageQueue":{"brokerName":"b","queueId":0,"topic":"T"},"minTimeStamp":1},{"consumeTimeStamp":0,"delayTime":0,`+
+		`"maxTimeStamp":0,"messageQueue":{"brokerName":"b","queueId":1,"topic":"T"},"minTimeStamp":0}]}`, string(b))
+	got, err := DecodeQueryConsumeTimeSpanBody(b)
+	require.NoError(t, err)
+	require.Equal(t, spans, got)
+	_, err = DecodeQueryConsumeTimeSpanBody([]byte(`{}`))
+	require.ErrorIs(t, err, ErrSyntax)
+}
+
+func FuzzQueryConsumeTimeSpanBody(f *testing.F) {
+	f.Add(AppendQueryConsumeTimeSpanBody(nil, []QueueTimeSpan{{MessageQueue: MessageQueue{Topic: "T"}}}))
+	f.Fuzz(func(t *testing.T, b []byte) {
+		spans, err := DecodeQueryConsumeTimeSpanBody(b)
+		if err != nil {
+			return
+		}
+		again, err := DecodeQueryConsumeTimeSpanBody(AppendQueryConsumeTimeSpanBody(nil, spans))
+		require.NoError(t, err)
+		require.Equal(t, spans, again)
+	})
+}
