@@ -61,37 +61,39 @@ type command struct {
 
 // opts holds every flag value; each command reads the ones it declared.
 type opts struct {
-	namesrv  string
-	json     bool
-	timeout  time.Duration
-	topic    string
-	group    string
-	cluster  string
-	broker   string
-	readQ    int
-	writeQ   int
-	perm     int
-	order    bool
-	retryQ   int
-	retryMax int
-	clean    bool
-	check    bool
-	httpList string
-	watch    bool
-	interval time.Duration
-	count    int
-	key      string
-	addr     string
-	beginTs  int64
-	endTs    int64
-	maxNum   int
-	queueID  int
-	offset   int64
-	showAll  bool
-	timeSpec string
-	force    string
-	srcGroup string
-	offline  bool
+	namesrv   string
+	json      bool
+	timeout   time.Duration
+	topic     string
+	group     string
+	cluster   string
+	broker    string
+	readQ     int
+	writeQ    int
+	perm      int
+	order     bool
+	retryQ    int
+	retryMax  int
+	clean     bool
+	check     bool
+	httpList  string
+	watch     bool
+	interval  time.Duration
+	count     int
+	key       string
+	addr      string
+	beginTs   int64
+	endTs     int64
+	maxNum    int
+	queueID   int
+	offset    int64
+	showAll   bool
+	timeSpec  string
+	force     string
+	srcGroup  string
+	offline   bool
+	subExpr   string
+	printBody string
 	// accessKey and secretKey sign every request (-ak/-sk, else ROCKETMQ_HOME/conf/tools.yml).
 	accessKey string
 	secretKey string
@@ -114,7 +116,7 @@ func init() {
 		cmdConsumerGroupList, cmdUpdateSubGroup, cmdDeleteSubGroup, cmdConsumerProgress,
 		cmdHAStatus, cmdBrokerStatus,
 		cmdQueryMsgByKey, cmdQueryMsgByUniqueKey, cmdQueryMsgByOffset,
-		cmdResetOffsetByTime, cmdCloneGroupOffset,
+		cmdResetOffsetByTime, cmdCloneGroupOffset, cmdPrintMsg,
 	}
 }
 

@@ -306,18 +306,16 @@ func nonNil(ms []FoundMessage) []FoundMessage {
 // toolsConsumerGroup is the group queryMsgByOffset pulls as (RocketMQ's TOOLS_CONSUMER).
 const toolsConsumerGroup = "TOOLS_CONSUMER"
 
-// PullOne pulls the message at a queue offset as TOOLS_CONSUMER, like RocketMQ's tool does with
-// its pull consumer: a heartbeat registers the group's subscription "*" on the broker, one
-// PULL_MESSAGE (no commit, no suspension) reads the message, and the client unregisters; nil
-// when the queue holds nothing there.
-func (a *Admin) PullOne(ctx context.Context, addr, topic string, qid int, offset int64) ([]FoundMessage, error) {
+// toolsSession registers TOOLS_CONSUMER on a broker with a subscription to topic (what a pull
+// needs, as RocketMQ's tools use a pull consumer) and returns the function that unregisters it.
+func (a *Admin) toolsSession(ctx context.Context, addr, topic, sub string) (func(), error) {
 	clientID := fmt.Sprintf("mqadmin@%d", os.Getpid())
 	hb, err := json.Marshal(map[string]any{
 		"clientID": clientID, "producerDataSet": []any{},
 		"consumerDataSet": []any{map[string]any{
 			"groupName": toolsConsumerGroup, "consumeType": "CONSUME_ACTIVELY", "messageModel": "CLUSTERING",
 			"consumeFromWhere": "CONSUME_FROM_LAST_OFFSET", "unitMode": false,
-			"subscriptionDataSet": []any{map[string]any{"classFilterMode": false, "topic": topic, "subString": "*",
+			"subscriptionDataSet": []any{map[string]any{"classFilterMode": false, "topic": topic, "subString": sub,
 				"tagsSet": []string{}, "codeSet": []int{}, "subVersion": 0, "expressionType": "TAG"}},
 		}},
 	})
@@ -327,25 +325,49 @@ func (a *Admin) PullOne(ctx context.Context, addr, topic string, qid int, offset
 	if _, err := a.Invoke(ctx, addr, remoting.HeartBeat, nil, hb); err != nil {
 		return nil, err
 	}
-	defer func() {
+	return func() {
 		_, _ = a.Invoke(context.Background(), addr, remoting.UnregisterClient,
 			map[string]string{"clientID": clientID, "consumerGroup": toolsConsumerGroup}, nil)
-	}()
+	}, nil
+}
+
+// pull reads up to n messages of a queue from offset with subscription sub (tags, "*" for all)
+// and returns them with the offset to continue at; none (and next = offset) when the queue holds
+// nothing there.
+func (a *Admin) pull(ctx context.Context, addr, topic string, qid int, offset int64, n int, sub string) ([]FoundMessage, int64, error) {
 	ext := map[string]string{
 		"consumerGroup": toolsConsumerGroup, "topic": topic, "queueId": strconv.Itoa(qid),
-		"queueOffset": strconv.FormatInt(offset, 10), "maxMsgNums": "1", "sysFlag": "2",
-		"commitOffset": "0", "suspendTimeoutMillis": "0", "subscription": "*",
+		"queueOffset": strconv.FormatInt(offset, 10), "maxMsgNums": strconv.Itoa(n), "sysFlag": "2",
+		"commitOffset": "0", "suspendTimeoutMillis": "0", "subscription": sub,
 		"subVersion": "0", "expressionType": "TAG",
 	}
 	resp, err := a.Invoke(ctx, addr, remoting.PullMessage, ext, nil)
+	next := offset
+	if resp != nil {
+		if v, perr := strconv.ParseInt(resp.Ext("nextBeginOffset"), 10, 64); perr == nil {
+			next = v
+		}
+	}
 	if err != nil {
 		var se *serverError
 		if errors.As(err, &se) && (se.code == remoting.PullNotFound || se.code == remoting.PullOffsetMoved || se.code == remoting.PullRetryImmediately) {
-			return nil, nil
+			return nil, next, nil
 		}
-		return nil, err
+		return nil, next, err
 	}
 	ms, err := decodeFound(addr, resp.Body, true)
+	return ms, next, err
+}
+
+// PullOne pulls the message at a queue offset as TOOLS_CONSUMER; nil when the queue holds
+// nothing there.
+func (a *Admin) PullOne(ctx context.Context, addr, topic string, qid int, offset int64) ([]FoundMessage, error) {
+	done, err := a.toolsSession(ctx, addr, topic, "*")
+	if err != nil {
+		return nil, err
+	}
+	defer done()
+	ms, _, err := a.pull(ctx, addr, topic, qid, offset, 1, "*")
 	if len(ms) > 1 {
 		ms = ms[:1]
 	}

@@ -133,6 +133,30 @@ func TestQueryByKeyMasterAndSlave(t *testing.T) {
 		require.Len(t, ms, 1)
 		require.Equal(t, sent[5].body, ms[0].Body)
 	}
+	// printMsg: every message of the topic, or those of one tag, from the master or the slave.
+	for _, addr := range []string{"", g.SlaveAddr} {
+		args := []string{"printMsg", "-n", g.NamesrvAddr, "-t", topic}
+		if addr != "" {
+			args = append(args, "--addr", addr)
+		}
+		ms, code := queryJSON(t, args...)
+		require.Equal(t, ExitOK, code)
+		require.Len(t, ms, len(sent), "printMsg %v", args)
+		bodies := map[string]bool{}
+		for _, m := range ms {
+			bodies[m.Body] = true
+		}
+		for _, s := range sent {
+			require.True(t, bodies[s.body], "%s printed", s.key)
+		}
+		ms, code = queryJSON(t, append(args, "-s", "T1")...)
+		require.Equal(t, ExitOK, code)
+		require.Len(t, ms, len(sent)/3, "tag T1")
+	}
+	out = mustRun(t, "printMsg", "-n", g.NamesrvAddr, "-t", topic, "-d", "false", "-m", "2")
+	require.Contains(t, out, "MSG_ID")
+	require.NotContains(t, out, "BODY")
+
 	// Not found: exit 1 with an empty list.
 	ms, code := queryJSON(t, "queryMsgByKey", "-n", g.NamesrvAddr, "-t", topic, "-k", "no-such-key")
 	require.Equal(t, ExitServer, code)
