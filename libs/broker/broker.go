@@ -35,6 +35,8 @@ type Broker struct {
 	nsCli   *remoting.Client
 	acl     *acl.Guard // nil unless aclEnable
 	clients *clientRegistry
+	// langs remembers each connection's client language and version (stats.go).
+	langs clientLangs
 	holds   *holdService
 	pipe    *sendPipeline
 	levels  schedule.Levels

@@ -28,8 +28,12 @@ func (b *Broker) registerHandlers() {
 	h(remoting.InvokeBrokerToResetOffset, b.handleResetOffset)
 	h(remoting.CloneGroupOffset, b.handleCloneGroupOffset)
 	h(remoting.QueryConsumeTimeSpan, b.handleQueryConsumeTimeSpan)
+	h(remoting.GetConsumerConnectionList, b.handleConsumerConnectionList)
+	h(remoting.GetProducerConnectionList, b.handleProducerConnectionList)
+	h(remoting.GetConsumeStats, b.handleConsumeStats)
+	h(remoting.GetTopicStatsInfo, b.handleTopicStatsInfo)
 	// Clients.
-	h(remoting.HeartBeat, b.handleHeartbeat)
+	h(remoting.HeartBeat, b.withClientLang(b.handleHeartbeat))
 	h(remoting.UnregisterClient, b.handleUnregisterClient)
 	h(remoting.GetConsumerListByGroup, b.handleGetConsumerList)
 	h(remoting.CheckClientConfig, b.handleCheckClientConfig)
