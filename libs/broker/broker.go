@@ -36,10 +36,10 @@ type Broker struct {
 	acl     *acl.Guard // nil unless aclEnable
 	clients *clientRegistry
 	// langs remembers each connection's client language and version (stats.go).
-	langs clientLangs
-	holds   *holdService
-	pipe    *sendPipeline
-	levels  schedule.Levels
+	langs  clientLangs
+	holds  *holdService
+	pipe   *sendPipeline
+	levels schedule.Levels
 	// delivered is the delay-delivery progress seen in the log (a promoted slave resumes
 	// after the deliveries it replicated).
 	delivered *schedule.Delivered
