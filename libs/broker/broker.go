@@ -35,11 +35,9 @@ type Broker struct {
 	nsCli   *remoting.Client
 	acl     *acl.Guard // nil unless aclEnable
 	clients *clientRegistry
-	// langs remembers each connection's client language and version (stats.go).
-	langs  clientLangs
-	holds  *holdService
-	pipe   *sendPipeline
-	levels schedule.Levels
+	holds   *holdService
+	pipe    *sendPipeline
+	levels  schedule.Levels
 	// delivered is the delay-delivery progress seen in the log (a promoted slave resumes
 	// after the deliveries it replicated).
 	delivered *schedule.Delivered
@@ -52,6 +50,9 @@ type Broker struct {
 	// rv is the role-dependent state (role, brokerId, HA master or slave, delay delivery),
 	// replaced whole by a role switch and read without locks by request handlers (role.go).
 	rv atomic.Pointer[roleView]
+
+	// langs remembers each connection's client language and version (stats.go).
+	langs clientLangs
 
 	// Claim watch (metrics.go): warnings when the configuration cannot deliver what it claims.
 	syncClaim, replClaim                claimWatch
