@@ -117,6 +117,7 @@ func init() {
 		cmdHAStatus, cmdBrokerStatus,
 		cmdQueryMsgByKey, cmdQueryMsgByUniqueKey, cmdQueryMsgByOffset,
 		cmdResetOffsetByTime, cmdCloneGroupOffset, cmdPrintMsg,
+		cmdTopicStatus, cmdConsumerStatus, cmdConsumerConnection, cmdProducerConnection,
 	}
 }
 

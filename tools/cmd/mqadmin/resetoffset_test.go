@@ -2,8 +2,10 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"strconv"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -188,9 +190,43 @@ func TestResetOffsetByTimeWithRunningConsumer(t *testing.T) {
 		require.NoError(t, err)
 		require.Equal(t, m, cp, "queue %d", q)
 	}
+	// Status and connection views of the same group, producer and topic.
+	out = mustRun(t, "topicStatus", "-n", g.NamesrvAddr, "-t", topic)
+	require.Contains(t, out, "MAX_OFFSET")
+	var ts struct {
+		Queues []TopicStatusRow `json:"queues"`
+	}
+	mustJSON(t, &ts, "topicStatus", "-n", g.NamesrvAddr, "-t", topic)
+	var sum int64
+	for _, q := range ts.Queues {
+		sum += q.MaxOffset
+	}
+	require.Equal(t, int64(len(all)), sum)
+	eventuallyRun(t, func(code int, out string) error {
+		if code != ExitOK || !strings.Contains(out, "Diff Total: 0") {
+			return fmt.Errorf("exit %d", code)
+		}
+		return nil
+	}, "consumerStatus", "-n", g.NamesrvAddr, "-g", group)
+	out = mustRun(t, "consumerConnection", "-n", g.NamesrvAddr, "-g", group)
+	require.Contains(t, out, "GO")
+	require.Contains(t, out, topic)
+	require.Contains(t, out, "CLUSTERING")
+	out = mustRun(t, "producerConnection", "-n", g.NamesrvAddr, "-g", "pg-reset", "-t", topic)
+	require.Contains(t, out, "pg-reset-")
+	code, _, _ := runOut("consumerConnection", "-n", g.NamesrvAddr, "-g", "nobody")
+	require.Equal(t, ExitServer, code)
+
 	// A group without consumers online: CONSUMER_NOT_ONLINE, exit 1.
 	code, _, errOut := runOut("resetOffsetByTime", "-n", g.NamesrvAddr, "-g", "reset-copy", "-t", topic, "-s", "now")
 	require.Equal(t, ExitServer, code)
 	require.Contains(t, errOut, "CONSUMER_NOT_ONLINE")
 	require.True(t, g.Master.Running() && g.Slave.Running(), "processes alive")
+}
+
+// mustJSON runs a command with --json that must succeed and decodes its output into v.
+func mustJSON(t *testing.T, v any, args ...string) {
+	t.Helper()
+	out := mustRun(t, append(args, "--json")...)
+	require.NoError(t, json.Unmarshal([]byte(out), v))
 }
