@@ -211,7 +211,7 @@ func timeRange(e *env) (int64, int64) {
 
 var cmdQueryMsgByKey = &command{
 	name:    "queryMsgByKey",
-	summary: "messages of a topic carrying a key (KEYS), from every broker group's master (or -a one broker)",
+	summary: "messages of a topic carrying a key (KEYS), from every broker group's master (or --addr one broker)",
 	flags: func(fs *flag.FlagSet, o *opts) {
 		fs.StringVar(&o.topic, "t", "", "topic (required)")
 		fs.StringVar(&o.key, "k", "", "message key (required)")
