@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"flag"
 	"fmt"
 	"sort"
@@ -76,6 +77,61 @@ func (a *Admin) ResetOffset(ctx context.Context, addr, topic, group string, ts i
 	return table, nil
 }
 
+// resetStored resets a group's stored offsets queue by queue (INVOKE_BROKER_TO_RESET_OFFSET with
+// queueId and offset): each write queue of the topic on the broker goes to the offset of the
+// first message at or after ts, only when that is lower than the committed one unless force.
+func (a *Admin) resetStored(ctx context.Context, addr, topic, group string, ts int64, force bool) (map[route.MessageQueue]int64, error) {
+	rd, err := a.TopicRoute(ctx, topic)
+	if err != nil {
+		return nil, err
+	}
+	brokerName, queues := "", 0
+	for _, bd := range rd.BrokerDatas {
+		for _, a := range bd.BrokerAddrs {
+			if a == addr {
+				brokerName = bd.BrokerName
+			}
+		}
+	}
+	for _, qd := range rd.QueueDatas {
+		if qd.BrokerName == brokerName {
+			queues = int(qd.WriteQueueNums)
+		}
+	}
+	if brokerName == "" {
+		return nil, fmt.Errorf("%w: %s serves no queue of %s", ErrNotFound, addr, topic)
+	}
+	out := map[route.MessageQueue]int64{}
+	for q := 0; q < queues; q++ {
+		resp, err := a.Invoke(ctx, addr, remoting.SearchOffsetByTimestamp,
+			map[string]string{"topic": topic, "queueId": strconv.Itoa(q), "timestamp": strconv.FormatInt(ts, 10)}, nil)
+		if err != nil {
+			return out, err
+		}
+		off, err := offsetExt(addr, resp)
+		if err != nil {
+			return out, err
+		}
+		committed, found, err := a.ConsumerOffset(ctx, addr, group, topic, int32(q))
+		if err != nil {
+			return out, err
+		}
+		if !found {
+			return out, fmt.Errorf("%w: the consumer group <%s> has no offset on %s queue %d", ErrNotFound, group, topic, q)
+		}
+		if !force && off >= committed {
+			off = committed
+		}
+		ext := map[string]string{"topic": topic, "group": group, "timestamp": strconv.FormatInt(ts, 10),
+			"isForce": strconv.FormatBool(force), "queueId": strconv.Itoa(q), "offset": strconv.FormatInt(off, 10)}
+		if _, err := a.Invoke(ctx, addr, remoting.InvokeBrokerToResetOffset, ext, nil); err != nil {
+			return out, err
+		}
+		out[route.MessageQueue{Topic: topic, BrokerName: brokerName, QueueID: int32(q)}] = off
+	}
+	return out, nil
+}
+
 var cmdResetOffsetByTime = &command{
 	name:    "resetOffsetByTime",
 	summary: "move a consumer group's offsets on a topic to a point in time; running consumers follow",
@@ -116,6 +172,15 @@ var cmdResetOffsetByTime = &command{
 				fmt.Fprintf(e.stderr, "[%d/%d] %s %s ... ", i+1, len(ms), m[0], m[1])
 			}
 			table, err := e.admin.ResetOffset(ctx, m[1], e.o.topic, e.o.group, ts, force)
+			var se *serverError
+			if errors.As(err, &se) && se.code == remoting.ConsumerNotOnline {
+				// As RocketMQ's tool: no consumer to tell, so the stored offsets are set directly
+				// (one queue at a time, each an explicit reset the slaves follow).
+				if !e.o.json {
+					fmt.Fprintf(e.stderr, "no consumer online, setting stored offsets ... ")
+				}
+				table, err = e.admin.resetStored(ctx, m[1], e.o.topic, e.o.group, ts, force)
+			}
 			if err != nil {
 				if !e.o.json {
 					fmt.Fprintf(e.stderr, "failed: %v\n", err)

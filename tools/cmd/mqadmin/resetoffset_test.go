@@ -217,10 +217,24 @@ func TestResetOffsetByTimeWithRunningConsumer(t *testing.T) {
 	code, _, _ := runOut("consumerConnection", "-n", g.NamesrvAddr, "-g", "nobody")
 	require.Equal(t, ExitServer, code)
 
-	// A group without consumers online: CONSUMER_NOT_ONLINE, exit 1.
-	code, _, errOut := runOut("resetOffsetByTime", "-n", g.NamesrvAddr, "-g", "reset-copy", "-t", topic, "-s", "now")
-	require.Equal(t, ExitServer, code)
-	require.Contains(t, errOut, "CONSUMER_NOT_ONLINE")
+	// A group without consumers online: its stored offsets are set queue by queue (the broker
+	// answers CONSUMER_NOT_ONLINE to the whole-topic form), down to the start with -s 0.
+	code, out, errOut := runOut("resetOffsetByTime", "-n", g.NamesrvAddr, "-g", "reset-copy", "-t", topic, "-s", "0")
+	require.Equal(t, ExitOK, code, "stdout %s stderr %s", out, errOut)
+	require.Contains(t, errOut, "no consumer online")
+	for q := 0; q < 2; q++ {
+		cp, err := g.ConsumerOffset(g.MasterAddr, "reset-copy", topic, q)
+		require.NoError(t, err)
+		require.Equal(t, int64(0), cp, "queue %d", q)
+	}
+	// -f false never moves an offset up.
+	code, _, _ = runOut("resetOffsetByTime", "-n", g.NamesrvAddr, "-g", "reset-copy", "-t", topic, "-s", "now", "-f", "false")
+	require.Equal(t, ExitOK, code)
+	cp, err := g.ConsumerOffset(g.MasterAddr, "reset-copy", topic, 0)
+	require.NoError(t, err)
+	require.Equal(t, int64(0), cp)
+	code, _, _ = runOut("resetOffsetByTime", "-n", g.NamesrvAddr, "-g", "nobody", "-t", topic, "-s", "now")
+	require.Equal(t, ExitServer, code, "a group without offsets")
 	require.True(t, g.Master.Running() && g.Slave.Running(), "processes alive")
 }
 
