@@ -361,8 +361,12 @@ func (ix *indexService) indexRecord(m *recordMeta, phy int64) error {
 	if err != nil {
 		return ix.fail(err)
 	}
-	if int64(f.hdr.indexCount-1)+int64(need) > int64(f.maxNum) && f.hdr.indexCount > 1 {
-		// Full: finish it below this record; the next file starts here.
+	full := int64(f.hdr.indexCount-1)+int64(need) > int64(f.maxNum)
+	// A file also ends with its CommitLog segment, so that a crash rebuilds at most one
+	// segment's records and retention can drop files with their segments.
+	rolled := phy/ix.s.segSize != f.start/ix.s.segSize
+	if (full || rolled) && f.hdr.indexCount > 1 {
+		// Finish it below this record; the next file starts here.
 		if err := ix.finish(f, phy); err != nil {
 			return ix.fail(err)
 		}

@@ -50,9 +50,10 @@ import (
 //
 // A file is named by the CommitLog offset (20 digits) from which it indexes
 // records; the next file's name is this file's indexedTo. The trailer is written
-// (and fsynced) when a file is full and when the store closes cleanly; the file
-// being written has none, so after a crash it is rebuilt from the CommitLog from
-// its name on. Any file that fails verifyIndexFile is reported with the exact
+// (and fsynced) when a file is full, when the CommitLog segment of its records
+// ends, and when the store closes cleanly; the file being written has none, so
+// after a crash it is rebuilt from the CommitLog from its name on (at most one
+// segment's records). Any file that fails verifyIndexFile is reported with the exact
 // reason (ErrIndexCorrupt) and rebuilt, together with every newer file.
 const (
 	indexHeaderSize  = 40
