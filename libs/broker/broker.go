@@ -52,6 +52,9 @@ type Broker struct {
 	// replaced whole by a role switch and read without locks by request handlers (role.go).
 	rv atomic.Pointer[roleView]
 
+	// langs remembers each connection's client language and version (stats.go).
+	langs clientLangs
+
 	// Claim watch (metrics.go): warnings when the configuration cannot deliver what it claims.
 	syncClaim, replClaim                claimWatch
 	claimAfter, claimRepeat, claimEvery time.Duration
@@ -262,6 +265,9 @@ func (b *Broker) start() error {
 	scfg.DeleteWhen = hours
 	scfg.DiskMaxUsedSpaceRatio = cfg.DiskMaxUsedSpaceRatio
 	scfg.StoreHost = b.storeHost
+	scfg.MessageIndexEnable = cfg.MessageIndexEnable
+	scfg.MaxHashSlotNum = cfg.MaxHashSlotNum
+	scfg.MaxIndexNum = cfg.MaxIndexNum
 	scfg.Logger = b.log.WithField("component", "store")
 	scfg.Now = b.now
 	// Schedule-topic units carry their delivery time as tags code (on slaves too, so their

@@ -141,6 +141,16 @@ type Config struct {
 	// MessageDelayLevel is the delay-level table ("1s 5s ... 2h"): DELAY=n waits the n-th delay,
 	// and consumer retries use level 3+reconsumeTimes. Default RocketMQ's 18 levels.
 	MessageDelayLevel string `prop:"messageDelayLevel"`
+	// MessageIndexEnable keeps the message index (store/index/) of every stored message's KEYS
+	// and UNIQ_KEY, which QUERY_MESSAGE answers from (mqadmin queryMsgByKey,
+	// queryMsgByUniqueKey). Default true.
+	MessageIndexEnable bool `prop:"messageIndexEnable"`
+	// MaxHashSlotNum is the number of hash slots per index file. Default 500000, a tenth of
+	// RocketMQ's 5000000 (see README: the slot table of every file is 2 MB, not 20 MB).
+	MaxHashSlotNum int `prop:"maxHashSlotNum"`
+	// MaxIndexNum is the number of entries per index file. Default 2000000, a tenth of
+	// RocketMQ's 20000000: a full file is 42 MB, not 420 MB.
+	MaxIndexNum int `prop:"maxIndexNum"`
 	// HTTPPort serves /health, /status and /metrics; 0 disables it. Default 0.
 	HTTPPort int `prop:"httpPort"`
 	// MetricsEnable turns on the per-request instrumentation (send and pull counts and
@@ -339,6 +349,9 @@ func DefaultConfig() Config {
 		TransactionCheckMax:           15,
 		MetasyncFallbackInterval:      30 * time.Second,
 		MetricsEnable:                 true,
+		MessageIndexEnable:            true,
+		MaxHashSlotNum:                500000,
+		MaxIndexNum:                   2000000,
 		LogLevel:                      "info",
 		LogFormat:                     "text",
 		FailoverMasterRole:            RoleSyncMaster,
@@ -445,6 +458,12 @@ func (c Config) Validate() error {
 	// A maxMessageSize near or above mappedFileSizeCommitLog is allowed, as in RocketMQ: a
 	// message whose record does not fit an empty CommitLog file is refused (MESSAGE_ILLEGAL)
 	// when it is sent, not the configuration.
+	if c.MessageIndexEnable && (c.MaxHashSlotNum < 1 || c.MaxHashSlotNum > 1<<28) {
+		return bad("maxHashSlotNum", "%d outside [1, 268435456]", c.MaxHashSlotNum)
+	}
+	if c.MessageIndexEnable && (c.MaxIndexNum < 1 || c.MaxIndexNum > 1<<28) {
+		return bad("maxIndexNum", "%d outside [1, 268435456]", c.MaxIndexNum)
+	}
 	if c.FlushIntervalCommitLog <= 0 {
 		return bad("flushIntervalCommitLog", "must be > 0")
 	}

@@ -71,6 +71,7 @@ func (s *Store) Truncate(offset int64) error {
 		_, qmax := cq.bounds()
 		s.queueOffsets[qkey{cq.topic, cq.qid}] = qmax
 	}
+	s.truncateIndex(offset)
 	// The coverage manifest follows the cut queues before the intent is cleared.
 	if err := s.writeCheckpoint(true); err != nil {
 		return s.setReadOnly(err)
@@ -112,6 +113,11 @@ func (s *Store) Reset(startOffset int64) error {
 	s.cqMu.Unlock()
 	if err := s.resetFiles(startOffset); err != nil {
 		return s.setReadOnly(err)
+	}
+	if s.idx != nil {
+		if err := s.idx.reset(startOffset); err != nil {
+			_ = s.idx.fail(err)
+		}
 	}
 	s.queueOffsets = map[qkey]int64{}
 	s.minOffset.Store(startOffset)

@@ -108,6 +108,9 @@ func (s *Store) dispatchLocked() error {
 				p = int(s.segEnd(d+int64(p)) - d)
 				break
 			}
+			if s.idx != nil {
+				_ = s.idx.indexRecord(&m, d+int64(p)) // a failure stops the index, not the log
+			}
 			if isDispatchable(m.sysFlag) {
 				cq := s.getOrCreateCQ(m.topic, m.queueID)
 				pu := byCQ[cq]
@@ -132,6 +135,9 @@ func (s *Store) dispatchLocked() error {
 			if err := s.cqPut(pu.cq, pu.q0, pu.units); err != nil {
 				return s.setReadOnly(err)
 			}
+		}
+		if s.idx != nil {
+			_ = s.idx.advance(d + int64(p))
 		}
 		s.dispatched.Store(d + int64(p))
 		if len(pend) > 0 {

@@ -15,6 +15,10 @@
 //	│   └── <topic>/<queueId>/
 //	│       ├── 00000000000000000000  CQUnitsPerFile units each, named by
 //	│       └── 00000000000006000000  their first byte (logical offset × 20)
+//	├── index/
+//	│   └── 00000000000000000000    message index files (KEYS, UNIQ_KEY),
+//	│                               named by the CommitLog offset they index
+//	│                               from; layout in indexfile.go
 //	├── checkpoint                  two 64-byte slots, see below
 //	├── cqmanifest                  what each consume queue held (coverage.go)
 //	├── abort                       exists while the store is open: its

@@ -61,6 +61,12 @@ var (
 	// decoded (bad magic, version, checksum or entry); Open then rebuilds every
 	// consume queue from the CommitLog and says so in RecoveryReport.CQCheck.
 	ErrManifest = errors.New("commitlog: invalid consume-queue coverage manifest")
+	// ErrIndexCorrupt is returned when an index file fails verification (short,
+	// no trailer, bad checksum, a slot or link out of range); Open then rebuilds it
+	// and every newer one from the CommitLog and says so in RecoveryReport.IndexCheck.
+	ErrIndexCorrupt = errors.New("commitlog: invalid index file")
+	// ErrIndexDisabled is returned by QueryIndex when MessageIndexEnable is off.
+	ErrIndexDisabled = errors.New("commitlog: message index disabled")
 	// ErrInvalidConfig wraps Config.Validate failures.
 	ErrInvalidConfig = errors.New("commitlog: invalid config")
 )

@@ -29,6 +29,12 @@ type RecoveryReport struct {
 	CQRepairs []CQRepair
 	// CQRestored is the number of consume-queue entries those rebuilds wrote.
 	CQRestored int64
+	// IndexCheck names the first index file found damaged or unfinished, why, and
+	// where its rebuild started; empty when every file was sound.
+	IndexCheck string
+	// IndexFrom is where the message index was rebuilt from the CommitLog (its
+	// unfinished file after a crash), -1 when nothing was rebuilt.
+	IndexFrom int64
 }
 
 func (s *Store) listSegments() ([]int64, error) {
@@ -54,7 +60,7 @@ func (s *Store) listSegments() ([]int64, error) {
 }
 
 func (s *Store) recover() error {
-	rep := RecoveryReport{CutAt: -1}
+	rep := RecoveryReport{CutAt: -1, IndexFrom: -1}
 	starts, err := s.listSegments()
 	if err != nil {
 		return err
@@ -268,6 +274,9 @@ func (s *Store) recover() error {
 	// dispatcher rebuilds every queue.
 	if err := s.rebuildTargets(targets, d); err != nil {
 		s.log.WithError(err).Error("rebuilding consume queues from the CommitLog stopped early")
+	}
+	if err := s.recoverIndex(&rep, d); err != nil {
+		return err
 	}
 	s.dispatched.Store(d)
 	if err := s.dispatchLocked(); err != nil {

@@ -176,6 +176,13 @@ func (s *Store) RunRetention(force bool) (int, error) {
 		for _, cq := range cqs {
 			s.cqCorrectMin(cq, clMin)
 		}
+		if s.idx != nil {
+			s.dispatchMu.Lock()
+			if err := s.idx.dropBelow(clMin); err != nil {
+				s.log.WithError(err).Warn("index retention failed")
+			}
+			s.dispatchMu.Unlock()
+		}
 		// The manifest follows at once: queue heads removed here are not damage.
 		if err := s.writeCheckpoint(true); err != nil {
 			return deleted, err

@@ -130,6 +130,9 @@ type Store struct {
 
 	recovery RecoveryReport
 
+	// idx is the message index (index.go); nil with MessageIndexEnable off.
+	idx *indexService
+
 	nAppends, nBytes, nRaw, nFsyncs, nFlushedW, nTimeouts atomic.Int64
 }
 
@@ -286,6 +289,11 @@ func (s *Store) Close() error {
 			firstErr = err
 		}
 		s.flushOnce()
+		if s.idx != nil {
+			if err := s.idx.close(); err != nil {
+				s.log.WithError(err).Warn("index not finished at close; it is rebuilt at the next start")
+			}
+		}
 		if s.Err() == nil {
 			if err := s.writeCheckpoint(true); err != nil && firstErr == nil {
 				firstErr = err
@@ -323,6 +331,12 @@ func (s *Store) closeFiles() {
 		}
 	}
 	s.cqMu.Unlock()
+	if s.idx != nil {
+		for _, f := range s.idx.files {
+			f.f.Close()
+		}
+		s.idx.files = nil
+	}
 	if s.cpFile != nil {
 		s.cpFile.Close()
 		s.cpFile = nil

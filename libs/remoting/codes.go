@@ -64,6 +64,8 @@ const (
 	GetTopicsByCluster               int32 = 224
 	QueryTopicConsumeByWho           int32 = 300
 	GetSystemTopicListFromNS         int32 = 304
+	QueryConsumeTimeSpan             int32 = 303
+	CloneGroupOffset                 int32 = 314
 	GetConsumerRunningInfo           int32 = 307
 	QueryCorrectionOffset            int32 = 308
 	ConsumeMessageDirectly           int32 = 309
@@ -113,7 +115,8 @@ const (
 	FilterDataNotLatest       int32 = 28
 	InvalidParameter          int32 = 29
 	// IllegalOperation answers an END_TRANSACTION sent after its half's check-immunity time.
-	IllegalOperation int32 = 604
+	IllegalOperation  int32 = 604
+	ConsumerNotOnline int32 = 206
 )
 
 var requestNames = map[int32]string{
@@ -174,6 +177,8 @@ var requestNames = map[int32]string{
 	GetTopicsByCluster:               "GET_TOPICS_BY_CLUSTER",
 	QueryTopicConsumeByWho:           "QUERY_TOPIC_CONSUME_BY_WHO",
 	GetSystemTopicListFromNS:         "GET_SYSTEM_TOPIC_LIST_FROM_NS",
+	QueryConsumeTimeSpan:             "QUERY_CONSUME_TIME_SPAN",
+	CloneGroupOffset:                 "CLONE_GROUP_OFFSET",
 	GetConsumerRunningInfo:           "GET_CONSUMER_RUNNING_INFO",
 	QueryCorrectionOffset:            "QUERY_CORRECTION_OFFSET",
 	ConsumeMessageDirectly:           "CONSUME_MESSAGE_DIRECTLY",
@@ -221,6 +226,7 @@ var responseNames = map[int32]string{
 	FilterDataNotLatest:       "FILTER_DATA_NOT_LATEST",
 	InvalidParameter:          "INVALID_PARAMETER",
 	IllegalOperation:          "ILLEGAL_OPERATION",
+	ConsumerNotOnline:         "CONSUMER_NOT_ONLINE",
 }
 
 // RequestName returns the RocketMQ name of a request code ("SEND_MESSAGE"), or "REQUEST_<n>"

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"sort"
 	"strings"
+	"time"
 
 	"github.com/rmqha/rmqha/libs/broker/route"
 )
@@ -25,7 +26,30 @@ func SplitOffsetKey(key string) (topic, group string, ok bool) {
 type ConsumerOffsetSnapshot struct {
 	OffsetTable map[string]map[int32]int64 `json:"offsetTable"`
 	DataVersion DataVersion                `json:"dataVersion"`
+	// Resets are the latest explicit reset of each topic@group (Reset): slaves apply them as
+	// exact values before merging offsetTable, which only raises (libs/metasync). Java
+	// brokers ignore the key.
+	Resets []OffsetReset `json:"resets,omitempty"`
 }
+
+// OffsetReset is one explicit reset of a group's offsets on a topic, with the table version
+// it made. Its JSON shape is libs/metasync's OffsetReset.
+type OffsetReset struct {
+	Topic   string          `json:"topic"`
+	Group   string          `json:"group"`
+	Offsets map[int32]int64 `json:"offsets"`
+	Version DataVersion     `json:"version"`
+}
+
+// Bounds on the kept resets.
+const (
+	// ResetFollowWindow: for this long after a reset, a commit that lowers a reset queue's
+	// offset (a client applying the reset after first committing its old position) is
+	// recorded into the reset, so slaves follow it down too.
+	ResetFollowWindow = time.Minute
+	// maxResets is the most topic@group resets kept; the oldest go first.
+	maxResets = 4096
+)
 
 // DecodeConsumerOffsetSnapshot parses an offset table in Java's
 // (bare integer keys) or this package's form. Unknown keys are ignored.
@@ -54,6 +78,10 @@ func DecodeConsumerOffsetSnapshot(data []byte) (ConsumerOffsetSnapshot, error) {
 type ConsumerOffsetTable struct {
 	versioned
 	table map[string]map[int32]int64
+	// resets holds the latest explicit reset per topic@group; resetAt when it was made
+	// (zero for resets loaded from the file).
+	resets  map[string]*OffsetReset
+	resetAt map[string]time.Time
 }
 
 // NewConsumerOffsetTable validates cfg and loads consumerOffset.json (or its
@@ -65,6 +93,8 @@ func NewConsumerOffsetTable(cfg Config) (*ConsumerOffsetTable, error) {
 	t := &ConsumerOffsetTable{
 		versioned: versioned{cfg: cfg, store: newFileStore(cfg, ConsumerOffsetFileName)},
 		table:     map[string]map[int32]int64{},
+		resets:    map[string]*OffsetReset{},
+		resetAt:   map[string]time.Time{},
 	}
 	data, info, err := t.store.load(validateOffsets)
 	t.loaded = info
@@ -80,6 +110,10 @@ func NewConsumerOffsetTable(cfg Config) (*ConsumerOffsetTable, error) {
 		return nil, err
 	}
 	t.table, t.version = s.OffsetTable, s.DataVersion
+	for i := range s.Resets {
+		r := s.Resets[i]
+		t.resets[OffsetKey(r.Topic, r.Group)] = &r
+	}
 	t.persisted, t.persistedVersion = info.Source == LoadedFile, s.DataVersion
 	return t, nil
 }
@@ -101,11 +135,18 @@ func (t *ConsumerOffsetTable) Commit(group, topic string, queueID int32, offset 
 		q = map[int32]int64{}
 		t.table[key] = q
 	}
-	if old, ok := q[queueID]; ok && old == offset {
+	old, had := q[queueID]
+	if had && old == offset {
 		return false
 	}
 	q[queueID] = offset
 	t.bump()
+	if r := t.resets[key]; r != nil && had && offset < old {
+		if _, reset := r.Offsets[queueID]; reset && t.cfg.Now().Sub(t.resetAt[key]) < ResetFollowWindow {
+			r.Offsets[queueID] = offset
+			r.Version = t.version
+		}
+	}
 	return true
 }
 
@@ -201,10 +242,57 @@ func (t *ConsumerOffsetTable) Reset(group, topic string, offsets map[int32]int64
 		q[id] = off
 		changed = true
 	}
-	if changed {
-		t.bump()
+	if !changed {
+		return false
 	}
-	return changed
+	t.bump()
+	r := &OffsetReset{Topic: topic, Group: group, Offsets: make(map[int32]int64, len(offsets)), Version: t.version}
+	for id, off := range offsets {
+		r.Offsets[id] = off
+	}
+	t.resets[key] = r
+	t.resetAt[key] = t.cfg.Now()
+	t.pruneResetsLocked()
+	return true
+}
+
+// pruneResetsLocked drops the oldest resets beyond maxResets.
+func (t *ConsumerOffsetTable) pruneResetsLocked() {
+	for len(t.resets) > maxResets {
+		var oldest string
+		for k, r := range t.resets {
+			if oldest == "" || r.Version.Counter < t.resets[oldest].Version.Counter {
+				oldest = k
+			}
+		}
+		delete(t.resets, oldest)
+		delete(t.resetAt, oldest)
+	}
+}
+
+// Resets returns the kept explicit resets, ordered by topic@group.
+func (t *ConsumerOffsetTable) Resets() []OffsetReset {
+	t.mu.RLock()
+	defer t.mu.RUnlock()
+	return t.resetsLocked()
+}
+
+func (t *ConsumerOffsetTable) resetsLocked() []OffsetReset {
+	keys := make([]string, 0, len(t.resets))
+	for k := range t.resets {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	out := make([]OffsetReset, 0, len(keys))
+	for _, k := range keys {
+		r := *t.resets[k]
+		r.Offsets = make(map[int32]int64, len(t.resets[k].Offsets))
+		for id, off := range t.resets[k].Offsets {
+			r.Offsets[id] = off
+		}
+		out = append(out, r)
+	}
+	return out
 }
 
 // RemoveGroup deletes every offset of group (when the group is deleted).
@@ -216,6 +304,12 @@ func (t *ConsumerOffsetTable) RemoveGroup(group string) bool {
 		if _, g, ok := SplitOffsetKey(key); ok && g == group {
 			delete(t.table, key)
 			changed = true
+		}
+	}
+	for key, r := range t.resets {
+		if r.Group == group {
+			delete(t.resets, key)
+			delete(t.resetAt, key)
 		}
 	}
 	if changed {
@@ -250,6 +344,24 @@ func (t *ConsumerOffsetTable) snapshot() ([]byte, DataVersion) {
 	}
 	dst = append(dst, `},"dataVersion":`...)
 	dst = route.AppendDataVersion(dst, t.version)
+	if len(t.resets) > 0 {
+		dst = append(dst, `,"resets":[`...)
+		for i, r := range t.resetsLocked() {
+			if i > 0 {
+				dst = append(dst, ',')
+			}
+			dst = append(dst, `{"topic":`...)
+			dst = route.AppendString(dst, r.Topic)
+			dst = append(dst, `,"group":`...)
+			dst = route.AppendString(dst, r.Group)
+			dst = append(dst, `,"offsets":`...)
+			dst = route.AppendIntKeyMap(dst, r.Offsets)
+			dst = append(dst, `,"version":`...)
+			dst = route.AppendDataVersion(dst, r.Version)
+			dst = append(dst, '}')
+		}
+		dst = append(dst, ']')
+	}
 	return append(dst, '}'), t.version
 }
 

@@ -61,25 +61,39 @@ type command struct {
 
 // opts holds every flag value; each command reads the ones it declared.
 type opts struct {
-	namesrv  string
-	json     bool
-	timeout  time.Duration
-	topic    string
-	group    string
-	cluster  string
-	broker   string
-	readQ    int
-	writeQ   int
-	perm     int
-	order    bool
-	retryQ   int
-	retryMax int
-	clean    bool
-	check    bool
-	httpList string
-	watch    bool
-	interval time.Duration
-	count    int
+	namesrv   string
+	json      bool
+	timeout   time.Duration
+	topic     string
+	group     string
+	cluster   string
+	broker    string
+	readQ     int
+	writeQ    int
+	perm      int
+	order     bool
+	retryQ    int
+	retryMax  int
+	clean     bool
+	check     bool
+	httpList  string
+	watch     bool
+	interval  time.Duration
+	count     int
+	key       string
+	addr      string
+	beginTs   int64
+	endTs     int64
+	maxNum    int
+	queueID   int
+	offset    int64
+	showAll   bool
+	timeSpec  string
+	force     string
+	srcGroup  string
+	offline   bool
+	subExpr   string
+	printBody string
 	// accessKey and secretKey sign every request (-ak/-sk, else ROCKETMQ_HOME/conf/tools.yml).
 	accessKey string
 	secretKey string
@@ -108,6 +122,9 @@ func init() {
 		cmdConsumerGroupList, cmdUpdateSubGroup, cmdDeleteSubGroup, cmdConsumerProgress,
 		cmdHAStatus, cmdBrokerStatus, cmdWipeWritePerm, cmdAddWritePerm, cmdUpdateKvConfig, cmdDeleteKvConfig,
 		cmdGetNamesrvConfig, cmdTopicClusterList,
+		cmdQueryMsgByKey, cmdQueryMsgByUniqueKey, cmdQueryMsgByOffset,
+		cmdResetOffsetByTime, cmdCloneGroupOffset, cmdPrintMsg,
+		cmdTopicStatus, cmdConsumerStatus, cmdConsumerConnection, cmdProducerConnection,
 	}
 }
 

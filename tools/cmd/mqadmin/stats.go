@@ -1,0 +1,310 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"sort"
+	"strconv"
+	"time"
+
+	"github.com/rmqha/rmqha/libs/broker/route"
+	"github.com/rmqha/rmqha/libs/remoting"
+)
+
+// groupAddrs is where a group's state is asked for: --addr, else every master (of -c).
+func (e *env) groupAddrs(ctx context.Context) ([]brokerRef, error) {
+	if e.o.addr != "" {
+		return []brokerRef{{Addr: e.o.addr}}, nil
+	}
+	return e.admin.masters(ctx, e.o.cluster)
+}
+
+func fmtTime(ms int64) string {
+	if ms <= 0 {
+		return "-"
+	}
+	return time.UnixMilli(ms).UTC().Format("2006-01-02T15:04:05.000Z")
+}
+
+// TopicStatusRow is one queue of topicStatus.
+type TopicStatusRow struct {
+	Broker      string `json:"brokerName"`
+	QueueID     int32  `json:"queueId"`
+	MinOffset   int64  `json:"minOffset"`
+	MaxOffset   int64  `json:"maxOffset"`
+	LastUpdated int64  `json:"lastUpdateTimestamp"`
+}
+
+var cmdTopicStatus = &command{
+	name:    "topicStatus",
+	summary: "a topic's queues on every broker group: min and max offsets, last message time",
+	flags: func(fs *flag.FlagSet, o *opts) {
+		fs.StringVar(&o.topic, "t", "", "topic (required)")
+		fs.StringVar(&o.addr, "addr", "", "ask this broker (host:port) only")
+	},
+	run: func(ctx context.Context, e *env) error {
+		if err := needFlag("t", e.o.topic); err != nil {
+			return err
+		}
+		ms, err := e.admin.topicMasters(ctx, e.o.topic, e.o.addr)
+		if err != nil {
+			return err
+		}
+		var rows []TopicStatusRow
+		var errs []error
+		for _, m := range ms {
+			resp, err := e.admin.Invoke(ctx, m[1], remoting.GetTopicStatsInfo, map[string]string{"topic": e.o.topic}, nil)
+			if err != nil {
+				errs = append(errs, err)
+				continue
+			}
+			table, err := route.DecodeTopicStatsTable(resp.Body)
+			if err != nil {
+				errs = append(errs, fmt.Errorf("%w: %s: %w", ErrServer, m[1], err))
+				continue
+			}
+			for q, o := range table {
+				rows = append(rows, TopicStatusRow{q.BrokerName, q.QueueID, o.MinOffset, o.MaxOffset, o.LastUpdateTimestamp})
+			}
+		}
+		sort.Slice(rows, func(i, j int) bool {
+			if rows[i].Broker != rows[j].Broker {
+				return rows[i].Broker < rows[j].Broker
+			}
+			return rows[i].QueueID < rows[j].QueueID
+		})
+		if e.o.json {
+			if rows == nil {
+				rows = []TopicStatusRow{}
+			}
+			if err := printJSON(e.stdout, map[string]any{"topic": e.o.topic, "queues": rows}); err != nil {
+				return err
+			}
+		} else {
+			var t [][]string
+			for _, r := range rows {
+				t = append(t, []string{r.Broker, strconv.Itoa(int(r.QueueID)), strconv.FormatInt(r.MinOffset, 10), strconv.FormatInt(r.MaxOffset, 10), fmtTime(r.LastUpdated)})
+			}
+			if err := table(e.stdout, []string{"BROKER", "QID", "MIN_OFFSET", "MAX_OFFSET", "LAST_UPDATED"}, t); err != nil {
+				return err
+			}
+		}
+		return worst(errs...)
+	},
+}
+
+// ConnectionRow is one client connection as a broker reports it.
+type ConnectionRow struct {
+	Broker string `json:"broker"`
+	route.Connection
+}
+
+func connectionTable(e *env, rows []ConnectionRow) error {
+	var t [][]string
+	for _, r := range rows {
+		t = append(t, []string{r.ClientID, r.ClientAddr, r.Language, strconv.Itoa(int(r.Version)), r.Broker})
+	}
+	return table(e.stdout, []string{"CLIENT_ID", "CLIENT_ADDR", "LANGUAGE", "VERSION", "BROKER"}, t)
+}
+
+var cmdConsumerConnection = &command{
+	name:    "consumerConnection",
+	summary: "a consumer group's connected clients and subscription, from every master",
+	flags: func(fs *flag.FlagSet, o *opts) {
+		fs.StringVar(&o.group, "g", "", "consumer group (required)")
+		fs.StringVar(&o.cluster, "c", "", "only the masters of this cluster")
+		fs.StringVar(&o.addr, "addr", "", "ask this broker (host:port) only")
+	},
+	run: func(ctx context.Context, e *env) error {
+		if err := needFlag("g", e.o.group); err != nil {
+			return err
+		}
+		bs, err := e.groupAddrs(ctx)
+		if err != nil {
+			return err
+		}
+		var rows []ConnectionRow
+		var last *route.ConsumerConnection
+		var errs []error
+		for _, b := range bs {
+			resp, err := e.admin.Invoke(ctx, b.Addr, remoting.GetConsumerConnectionList, map[string]string{"consumerGroup": e.o.group}, nil)
+			if err != nil {
+				var se *serverError
+				if errors.As(err, &se) && se.code == remoting.ConsumerNotOnline {
+					continue
+				}
+				errs = append(errs, err)
+				continue
+			}
+			cc, err := route.DecodeConsumerConnection(resp.Body)
+			if err != nil {
+				errs = append(errs, fmt.Errorf("%w: %s: %w", ErrServer, b.Addr, err))
+				continue
+			}
+			last = &cc
+			for _, c := range cc.ConnectionSet {
+				rows = append(rows, ConnectionRow{Broker: b.Addr, Connection: c})
+			}
+		}
+		if err := worst(errs...); err != nil && last == nil {
+			return err
+		}
+		if last == nil {
+			return fmt.Errorf("%w: the consumer group[%s] not online", ErrNotFound, e.o.group)
+		}
+		if e.o.json {
+			return printJSON(e.stdout, map[string]any{"group": e.o.group, "connections": rows, "consumeType": last.ConsumeType,
+				"messageModel": last.MessageModel, "consumeFromWhere": last.ConsumeFromWhere, "subscriptions": last.SubscriptionTable})
+		}
+		if err := connectionTable(e, rows); err != nil {
+			return err
+		}
+		fmt.Fprintln(e.stdout, "\nBelow is subscription:")
+		var t [][]string
+		for _, topic := range sortedKeys(last.SubscriptionTable) {
+			t = append(t, []string{topic, last.SubscriptionTable[topic].SubString})
+		}
+		if err := table(e.stdout, []string{"TOPIC", "SUB_EXPRESSION"}, t); err != nil {
+			return err
+		}
+		fmt.Fprintf(e.stdout, "\nConsumeType: %s\nMessageModel: %s\nConsumeFromWhere: %s\n", last.ConsumeType, last.MessageModel, last.ConsumeFromWhere)
+		return worst(errs...)
+	},
+}
+
+var cmdProducerConnection = &command{
+	name:    "producerConnection",
+	summary: "a producer group's connected clients, from the masters of a topic",
+	flags: func(fs *flag.FlagSet, o *opts) {
+		fs.StringVar(&o.group, "g", "", "producer group (required)")
+		fs.StringVar(&o.topic, "t", "", "topic (required: its route names the brokers)")
+		fs.StringVar(&o.addr, "addr", "", "ask this broker (host:port) only")
+	},
+	run: func(ctx context.Context, e *env) error {
+		if err := needFlag("g", e.o.group); err != nil {
+			return err
+		}
+		if err := needFlag("t", e.o.topic); err != nil {
+			return err
+		}
+		ms, err := e.admin.topicMasters(ctx, e.o.topic, e.o.addr)
+		if err != nil {
+			return err
+		}
+		var rows []ConnectionRow
+		var errs []error
+		for _, m := range ms {
+			resp, err := e.admin.Invoke(ctx, m[1], remoting.GetProducerConnectionList, map[string]string{"producerGroup": e.o.group}, nil)
+			if err != nil {
+				errs = append(errs, err)
+				continue
+			}
+			pc, err := route.DecodeProducerConnection(resp.Body)
+			if err != nil {
+				errs = append(errs, fmt.Errorf("%w: %s: %w", ErrServer, m[1], err))
+				continue
+			}
+			for _, c := range pc.ConnectionSet {
+				rows = append(rows, ConnectionRow{Broker: m[1], Connection: c})
+			}
+		}
+		if e.o.json {
+			if rows == nil {
+				rows = []ConnectionRow{}
+			}
+			if err := printJSON(e.stdout, map[string]any{"group": e.o.group, "connections": rows}); err != nil {
+				return err
+			}
+		} else if err := connectionTable(e, rows); err != nil {
+			return err
+		}
+		return worst(errs...)
+	},
+}
+
+// ConsumeStatusRow is one queue of consumerStatus.
+type ConsumeStatusRow struct {
+	Topic          string `json:"topic"`
+	Broker         string `json:"brokerName"`
+	QueueID        int32  `json:"queueId"`
+	BrokerOffset   int64  `json:"brokerOffset"`
+	ConsumerOffset int64  `json:"consumerOffset"`
+	Diff           int64  `json:"diff"`
+	LastTimestamp  int64  `json:"lastTimestamp"`
+}
+
+var cmdConsumerStatus = &command{
+	name:    "consumerStatus",
+	summary: "a consumer group's consumption per queue (GET_CONSUME_STATS from every master): offsets, lag, last consumed time",
+	flags: func(fs *flag.FlagSet, o *opts) {
+		fs.StringVar(&o.group, "g", "", "consumer group (required)")
+		fs.StringVar(&o.topic, "t", "", "only this topic")
+		fs.StringVar(&o.cluster, "c", "", "only the masters of this cluster")
+		fs.StringVar(&o.addr, "addr", "", "ask this broker (host:port) only")
+	},
+	run: func(ctx context.Context, e *env) error {
+		if err := needFlag("g", e.o.group); err != nil {
+			return err
+		}
+		bs, err := e.groupAddrs(ctx)
+		if err != nil {
+			return err
+		}
+		var rows []ConsumeStatusRow
+		var errs []error
+		for _, b := range bs {
+			ext := map[string]string{"consumerGroup": e.o.group}
+			if e.o.topic != "" {
+				ext["topic"] = e.o.topic
+			}
+			resp, err := e.admin.Invoke(ctx, b.Addr, remoting.GetConsumeStats, ext, nil)
+			if err != nil {
+				errs = append(errs, err)
+				continue
+			}
+			_, table, err := route.DecodeConsumeStats(resp.Body)
+			if err != nil {
+				errs = append(errs, fmt.Errorf("%w: %s: %w", ErrServer, b.Addr, err))
+				continue
+			}
+			for q, o := range table {
+				rows = append(rows, ConsumeStatusRow{q.Topic, q.BrokerName, q.QueueID, o.BrokerOffset, o.ConsumerOffset, o.BrokerOffset - o.ConsumerOffset, o.LastTimestamp})
+			}
+		}
+		sort.Slice(rows, func(i, j int) bool {
+			a, b := rows[i], rows[j]
+			if a.Topic != b.Topic {
+				return a.Topic < b.Topic
+			}
+			if a.Broker != b.Broker {
+				return a.Broker < b.Broker
+			}
+			return a.QueueID < b.QueueID
+		})
+		var total int64
+		for _, r := range rows {
+			total += r.Diff
+		}
+		if e.o.json {
+			if rows == nil {
+				rows = []ConsumeStatusRow{}
+			}
+			if err := printJSON(e.stdout, map[string]any{"group": e.o.group, "queues": rows, "diffTotal": total}); err != nil {
+				return err
+			}
+		} else {
+			var t [][]string
+			for _, r := range rows {
+				t = append(t, []string{r.Topic, r.Broker, strconv.Itoa(int(r.QueueID)), strconv.FormatInt(r.BrokerOffset, 10),
+					strconv.FormatInt(r.ConsumerOffset, 10), strconv.FormatInt(r.Diff, 10), fmtTime(r.LastTimestamp)})
+			}
+			if err := table(e.stdout, []string{"TOPIC", "BROKER", "QID", "BROKER_OFFSET", "CONSUMER_OFFSET", "DIFF", "LAST_TIME"}, t); err != nil {
+				return err
+			}
+			fmt.Fprintf(e.stdout, "\nDiff Total: %d\n", total)
+		}
+		return worst(errs...)
+	},
+}
