@@ -101,7 +101,6 @@ type opts struct {
 	// servers with ACL off want the admin writes signed so).
 	registrationSecretFile string
 	namespace              string
-	key                    string
 	value                  string
 }
 
