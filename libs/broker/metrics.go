@@ -8,6 +8,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/rmqha/rmqha/libs/broker/route"
+	"github.com/rmqha/rmqha/libs/broker/timer"
 	"github.com/rmqha/rmqha/libs/commitlog/vfs"
 	"github.com/rmqha/rmqha/libs/hawire"
 	"github.com/rmqha/rmqha/libs/obs"
@@ -416,6 +417,10 @@ var (
 	descCQRestored   = desc("store_cq_restored_units", "Consume-queue entries the start-up check rebuilt from the CommitLog.")
 	descSysTopicSend = desc("system_topic_send_refused_total", "Client sends to a topic only the broker may store into (SCHEDULE_TOPIC_XXXX, RMQ_SYS_TRANS_HALF_TOPIC, ...), answered NO_PERMISSION.")
 	descDelayRefused = desc("delay_refused_total", "Scheduled records delivered nowhere: REAL_TOPIC missing or the schedule topic itself.")
+	descTimerPending = desc("timer_pending", "Timer messages (rmq_sys_wheel_timer) not yet delivered: indexed ones plus the queue not yet indexed.")
+	descTimerDeliv   = desc("timer_delivered_total", "Timer messages delivered into their real topics since start.")
+	descTimerSkipped = desc("timer_skipped_total", "Timer index entries or records that could not be delivered (logged).")
+	descTimerLate    = desc("timer_lateness_seconds", "How long after its due time (the end of its slot) each timer message was delivered.")
 
 	descEpoch        = desc("ha_epoch", "Master: current epoch; slave: last epoch of its log.")
 	descConfirmed    = desc("ha_confirmed_offset", "Offset acknowledged by enough copies (master), or the master's confirmed offset as last told (slave).")
@@ -445,6 +450,7 @@ var allDescs = []*prometheus.Desc{
 	descSegments, descAppended, descAppends, descFsyncs, descFlushTO, descSendReq, descRefused,
 	descPullReq, descHeld, descMetaVer, descMetaLen, descClients, descEpoch, descConfirmed,
 	descAutoCreated, descAutoRefused, descHBRefused, descMetaWrites, descMetaPending, descCQRepairs, descCQRestored, descDelayRefused, descSysTopicSend,
+	descTimerPending, descTimerDeliv, descTimerSkipped, descTimerLate,
 	descInSync, descInSyncSlaves, descNeeded, descSlavesConn, descWaiters, descSlaveLag,
 	descSlaveLagSec, descSlaveInSync, descSlaveAck, descSlaveAckAge, descHACounter,
 	descReplConnected, descReplFailed, descReplLag, descReplLagSec, descMasterMax, descReconnects, descHARefused,
@@ -547,6 +553,20 @@ func (c *stateCollector) Collect(ch chan<- prometheus.Metric) {
 			refused += ls.Refused
 		}
 		counter(descDelayRefused, float64(refused))
+	}
+	if b.timers != nil {
+		ts := b.timers.Stats()
+		gauge(descTimerPending, float64(ts.Pending))
+		counter(descTimerDeliv, float64(ts.Delivered))
+		counter(descTimerSkipped, float64(ts.Skipped))
+		buckets := make(map[float64]uint64, len(timer.LatenessBounds))
+		var cum uint64
+		for i, ub := range timer.LatenessBounds {
+			cum += uint64(ts.Lateness[i])
+			buckets[float64(ub)/1000] = cum
+		}
+		cum += uint64(ts.Lateness[len(timer.LatenessBounds)])
+		ch <- prometheus.MustNewConstHistogram(descTimerLate, cum, float64(ts.LatenessSumMs)/1000, buckets)
 	}
 	if v.master != nil {
 		ms := v.master.Status()

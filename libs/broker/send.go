@@ -14,6 +14,7 @@ import (
 	"github.com/rmqha/rmqha/libs/broker/meta"
 	"github.com/rmqha/rmqha/libs/broker/route"
 	"github.com/rmqha/rmqha/libs/broker/schedule"
+	"github.com/rmqha/rmqha/libs/broker/timer"
 	"github.com/rmqha/rmqha/libs/commitlog"
 	"github.com/rmqha/rmqha/libs/hawire"
 	"github.com/rmqha/rmqha/libs/remoting"
@@ -376,6 +377,10 @@ func (b *Broker) handleSend(w remoting.ResponseWriter, req *remoting.Command) {
 		BornHost:       bornHostOf(w),
 		ReconsumeTimes: h.reconsumeTimes,
 	}
+	// A timer message waits in rmq_sys_wheel_timer (timer.go); a DELAY level wins over it.
+	if !b.timerSend(w, req, msg, h.sysFlag) {
+		return
+	}
 	// A delayed message waits in SCHEDULE_TOPIC_XXXX until the delay service moves it to its
 	// topic (not for dead letters, nor for transactional half or rollback messages).
 	if level := schedule.DelayLevel(pm); level > 0 && !strings.HasPrefix(topic, meta.DLQGroupTopicPrefix) {
@@ -444,6 +449,10 @@ func (b *Broker) sendBatch(v *roleView, w remoting.ResponseWriter, req *remoting
 		props, pm, mwait := b.fixProperties(m.properties)
 		if pm[propDelay] != "" && pm[propDelay] != "0" {
 			b.reply(w, req, remoting.MessageIllegal, "batch messages cannot be delayed")
+			return
+		}
+		if timer.IsTimer(pm) {
+			b.reply(w, req, remoting.MessageIllegal, "batch messages cannot be timer messages")
 			return
 		}
 		wait = wait && mwait

@@ -29,18 +29,18 @@ var LatenessBounds = []int64{10, 50, 100, 250, 500, 1000, 2500, 5000, 10000, 600
 
 // Stats describes the Service.
 type Stats struct {
-	Delivering bool
-	Pending    int64 // timers not yet delivered: indexed ones (approximate after a restart) plus the queue not yet indexed
-	InMemory   int64 // timers of the bucket in memory
-	Delivered  int64 // timers delivered since start
-	Skipped    int64 // index entries or records that could not be delivered (logged)
-	Retries    int64 // failed delivery attempts
-	Enqueue    int64 // next rmq_sys_wheel_timer queue offset to index
-	Cursor     int64 // every slot before it is delivered (ms)
+	Delivering bool  `json:"delivering"`
+	Pending    int64 `json:"pending"`       // timers not yet delivered: indexed ones (approximate after a restart) plus the queue not yet indexed
+	InMemory   int64 `json:"inMemory"`      // timers of the bucket in memory
+	Delivered  int64 `json:"delivered"`     // timers delivered since start
+	Skipped    int64 `json:"skipped"`       // index entries or records that could not be delivered (logged)
+	Retries    int64 `json:"retries"`       // failed delivery attempts
+	Enqueue    int64 `json:"enqueueOffset"` // next rmq_sys_wheel_timer queue offset to index
+	Cursor     int64 `json:"cursorMs"`      // every slot before it is delivered (ms)
 	// Lateness counts deliveries per LatenessBounds bucket (one more for larger values);
 	// LatenessSumMs is their total lateness.
-	Lateness      []int64
-	LatenessSumMs int64
+	Lateness      []int64 `json:"latenessHistogram"`
+	LatenessSumMs int64   `json:"latenessSumMs"`
 }
 
 // Service indexes rmq_sys_wheel_timer and, while delivering (on a writable master), fires due
