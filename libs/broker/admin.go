@@ -171,6 +171,7 @@ func (b *Broker) handleRuntimeInfo(w remoting.ResponseWriter, req *remoting.Comm
 		"storeReadOnly":          strconv.FormatBool(st.StoreError != ""),
 	}
 	b.sqlRuntimeInfo(t)
+	b.timerRuntimeInfo(t, st.Timer)
 	if st.HAMaster != nil {
 		t["haInSyncCount"] = strconv.Itoa(st.HAMaster.InSyncCount)
 		t["haEpoch"] = strconv.FormatInt(st.HAMaster.Epoch, 10)

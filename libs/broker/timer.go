@@ -1,9 +1,11 @@
 package broker
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
 	"path/filepath"
+	"strconv"
 	"time"
 
 	"github.com/rmqha/rmqha/libs/broker/timer"
@@ -48,4 +50,26 @@ func (b *Broker) timerSend(w remoting.ResponseWriter, req *remoting.Command, msg
 		b.reply(w, req, remoting.MessageIllegal, fmt.Sprintf("timer message illegal, the delay time should not be bigger than the max delay %dms; or if set del msg, the delay time should be bigger than the current time", int64(b.cfg.TimerMaxDelaySec)*1000))
 	}
 	return false
+}
+
+// timerRuntimeInfo adds RocketMQ 5's timer keys of GET_BROKER_RUNTIME_INFO (timerReadBehind:
+// seconds the delivery cursor is behind the clock on a delivering master; timerOffsetBehind:
+// timer records not yet indexed) and this broker's own (timerPending, timerDelivered,
+// timerSkipped, timerLatenessHistogram: counts per timer.LatenessBounds bucket).
+func (b *Broker) timerRuntimeInfo(t map[string]string, ts *timer.Stats) {
+	if ts == nil {
+		return
+	}
+	behind := int64(0)
+	if ts.Delivering && ts.Cursor > 0 {
+		behind = max(b.now().UnixMilli()-ts.Cursor, 0) / 1000
+	}
+	t["timerReadBehind"] = strconv.FormatInt(behind, 10)
+	t["timerOffsetBehind"] = strconv.FormatInt(max(b.store.QueueMaxOffset(timer.Topic, 0)-ts.Enqueue, 0), 10)
+	t["timerPending"] = strconv.FormatInt(ts.Pending, 10)
+	t["timerDelivered"] = strconv.FormatInt(ts.Delivered, 10)
+	t["timerSkipped"] = strconv.FormatInt(ts.Skipped, 10)
+	if js, err := json.Marshal(map[string]any{"boundsMs": timer.LatenessBounds, "counts": ts.Lateness}); err == nil {
+		t["timerLatenessHistogram"] = string(js)
+	}
 }

@@ -32,6 +32,10 @@ type Config struct {
 	// checkpoint written. A kill -9 re-delivers what was delivered since the last write.
 	// Default 1s.
 	FlushInterval time.Duration
+	// IndexSyncInterval is how often every index file written since the last time is
+	// fsynced; a restart indexes the records since then again (looking each up in its bucket
+	// first). Default 10s.
+	IndexSyncInterval time.Duration
 	// RetryBackoff is the first wait before retrying a failed delivery; it doubles up to
 	// MaxRetryBackoff. Default 100ms.
 	RetryBackoff time.Duration
@@ -48,16 +52,17 @@ func DefaultConfig() Config {
 	l := logrus.New()
 	l.SetOutput(io.Discard)
 	return Config{
-		FS:              vfs.Default,
-		Enabled:         true,
-		PrecisionMs:     1000,
-		MaxDelay:        72 * time.Hour,
-		BucketSpan:      time.Minute,
-		FlushInterval:   time.Second,
-		RetryBackoff:    100 * time.Millisecond,
-		MaxRetryBackoff: 10 * time.Second,
-		Logger:          l,
-		Now:             time.Now,
+		FS:                vfs.Default,
+		Enabled:           true,
+		PrecisionMs:       1000,
+		MaxDelay:          72 * time.Hour,
+		BucketSpan:        time.Minute,
+		FlushInterval:     time.Second,
+		IndexSyncInterval: 10 * time.Second,
+		RetryBackoff:      100 * time.Millisecond,
+		MaxRetryBackoff:   10 * time.Second,
+		Logger:            l,
+		Now:               time.Now,
 	}
 }
 
@@ -82,6 +87,8 @@ func (c Config) Validate() error {
 		return bad("BucketSpan %v is not a positive multiple of PrecisionMs", c.BucketSpan)
 	case c.FlushInterval <= 0:
 		return bad("FlushInterval must be positive")
+	case c.IndexSyncInterval < c.FlushInterval:
+		return bad("IndexSyncInterval must be at least FlushInterval")
 	case c.RetryBackoff <= 0:
 		return bad("RetryBackoff must be positive")
 	case c.MaxRetryBackoff < c.RetryBackoff:

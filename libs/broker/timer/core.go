@@ -79,14 +79,16 @@ func (c *Core) NeedLoad() (bucket int64, need bool) {
 }
 
 // Load puts the entries of the cursor's bucket in memory: entries before the cursor are
-// delivered already, and an entry indexed twice (the same queue offset) is kept once.
-func (c *Core) Load(bucket int64, entries []Entry) {
+// delivered already, and an entry indexed twice (the same queue offset) is kept once. It
+// returns how many entries it kept.
+func (c *Core) Load(bucket int64, entries []Entry) int {
 	c.bucket = bucket
 	c.h = c.h[:0]
 	c.seen = make(map[int64]struct{}, len(entries))
 	for _, e := range entries {
 		c.Add(e)
 	}
+	return len(c.h)
 }
 
 // SkipTo moves the cursor forward over buckets known to be empty, to next (the start of the

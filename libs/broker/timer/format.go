@@ -82,39 +82,44 @@ func DecodeEntries(b []byte) (entries []Entry, bad int, torn int) {
 	return entries, bad, len(b) - n*EntrySize
 }
 
-// # Checkpoint (timer/checkpoint), 32 bytes, big endian, replaced atomically
+// # Checkpoint (timer/checkpoint), 40 bytes, big endian, replaced atomically
 //
-//	 0    4    8         16        24    28   32
-//	+----+----+---------+---------+-----+----+
-//	|magic|ver| enqueue | cursor  | pad |crc |
-//	+----+----+---------+---------+-----+----+
+//	 0    4    8         16        24        32   36   40
+//	+----+----+---------+---------+---------+----+----+
+//	|magic|ver| synced  | written | cursor  |crc |pad |
+//	+----+----+---------+---------+---------+----+----+
 //
 //	magic    "RQTM"
 //	ver      uint32 1
-//	enqueue  int64  next rmq_sys_wheel_timer queue offset to index: every record before it
-//	                is in an index file that was fsynced before this checkpoint was written
+//	synced   int64  rmq_sys_wheel_timer queue offset up to which every record's entry is in
+//	                an index file that was fsynced before this checkpoint was written
+//	written  int64  queue offset up to which entries were written (maybe not fsynced): from
+//	                synced to written a restart looks each entry up in its bucket before
+//	                writing it again
 //	cursor   int64  slot (ms): every slot before it is delivered; the cursor's own slot may
 //	                be partly delivered and is delivered again after a restart
+//	crc      uint32 CRC-32 (IEEE) of bytes 0..31
 //	pad      4 zero bytes
-//	crc      uint32 CRC-32 (IEEE) of bytes 0..27
-const CheckpointSize = 32
+const CheckpointSize = 40
 
 var checkpointMagic = [4]byte{'R', 'Q', 'T', 'M'}
 
 // Checkpoint is the timer's persisted progress.
 type Checkpoint struct {
-	EnqueueOffset int64
+	SyncedOffset  int64
+	WrittenOffset int64
 	Cursor        int64
 }
 
-// AppendCheckpoint appends the 32-byte encoding of c to dst.
+// AppendCheckpoint appends the 40-byte encoding of c to dst.
 func AppendCheckpoint(dst []byte, c Checkpoint) []byte {
 	var b [CheckpointSize]byte
 	copy(b[0:], checkpointMagic[:])
 	binary.BigEndian.PutUint32(b[4:], 1)
-	binary.BigEndian.PutUint64(b[8:], uint64(c.EnqueueOffset))
-	binary.BigEndian.PutUint64(b[16:], uint64(c.Cursor))
-	binary.BigEndian.PutUint32(b[28:], crc32.ChecksumIEEE(b[:28]))
+	binary.BigEndian.PutUint64(b[8:], uint64(c.SyncedOffset))
+	binary.BigEndian.PutUint64(b[16:], uint64(c.WrittenOffset))
+	binary.BigEndian.PutUint64(b[24:], uint64(c.Cursor))
+	binary.BigEndian.PutUint32(b[32:], crc32.ChecksumIEEE(b[:32]))
 	return append(dst, b[:]...)
 }
 
@@ -123,23 +128,24 @@ func DecodeCheckpoint(b []byte) (Checkpoint, error) {
 	d := decoder{b: b}
 	magic := d.bytes(4)
 	ver := d.u32()
-	enq := int64(d.u64())
+	synced := int64(d.u64())
+	written := int64(d.u64())
 	cur := int64(d.u64())
-	d.bytes(4)
 	sum := d.u32()
+	d.bytes(4)
 	if d.err != nil {
 		return Checkpoint{}, d.err
 	}
 	if string(magic) != string(checkpointMagic[:]) || ver != 1 {
 		return Checkpoint{}, fmt.Errorf("%w: checkpoint magic or version", ErrCorrupt)
 	}
-	if crc32.ChecksumIEEE(b[:28]) != sum {
+	if crc32.ChecksumIEEE(b[:32]) != sum {
 		return Checkpoint{}, fmt.Errorf("%w: checkpoint CRC mismatch", ErrCorrupt)
 	}
-	if enq < 0 || cur < 0 {
-		return Checkpoint{}, fmt.Errorf("%w: negative checkpoint field", ErrCorrupt)
+	if synced < 0 || written < synced || cur < 0 {
+		return Checkpoint{}, fmt.Errorf("%w: checkpoint offsets out of order", ErrCorrupt)
 	}
-	return Checkpoint{EnqueueOffset: enq, Cursor: cur}, nil
+	return Checkpoint{SyncedOffset: synced, WrittenOffset: written, Cursor: cur}, nil
 }
 
 // decoder reads big-endian fields with a sticky error: after the first short read every

@@ -48,9 +48,8 @@ func (x *index) file(bucket int64) (vfs.File, error) {
 		return f, nil
 	}
 	if len(x.open) >= maxOpenIndexFiles {
-		if err := x.sync(); err != nil {
-			return nil, err
-		}
+		// Closed unsynced: sync opens them again (an fsync flushes the file, whichever
+		// descriptor asks).
 		x.closeAll()
 	}
 	f, err := x.fs.Open(x.path(bucket))
@@ -97,10 +96,19 @@ func (x *index) append(bucket int64, e Entry) error {
 // sync makes every appended entry durable.
 func (x *index) sync() error {
 	for b := range x.dirty {
-		if f, ok := x.open[b]; ok {
-			if err := f.Sync(); err != nil {
+		f, ok := x.open[b]
+		if !ok {
+			var err error
+			if f, err = x.fs.Open(x.path(b)); err != nil {
 				return fmt.Errorf("timer index %d sync: %w", b, err)
 			}
+		}
+		err := f.Sync()
+		if !ok {
+			_ = f.Close()
+		}
+		if err != nil {
+			return fmt.Errorf("timer index %d sync: %w", b, err)
 		}
 		delete(x.dirty, b)
 	}
@@ -173,8 +181,8 @@ func (x *index) remove(bucket int64) error {
 	if f, ok := x.open[bucket]; ok {
 		_ = f.Close()
 		delete(x.open, bucket)
-		delete(x.dirty, bucket)
 	}
+	delete(x.dirty, bucket)
 	delete(x.size, bucket)
 	return x.fs.Remove(x.path(bucket))
 }

@@ -55,10 +55,17 @@ type Service struct {
 	idx   *index
 	core  *Core // loop goroutine only
 
-	enqueue    int64 // loop goroutine only; published in enqueueA
-	delivering atomic.Bool
-	observed   atomic.Int64
-	wake       chan struct{}
+	enqueue int64 // loop goroutine only; published in enqueueA
+	// Loop goroutine only: synced is the enqueue offset of the last full index sync; below
+	// replayUntil entries may be in their bucket already (replay caches their queue offsets).
+	synced, replayUntil int64
+	replay              map[int64]map[int64]struct{}
+	lastIndexSync       time.Time
+	loadedDropped       int64 // entries of the loaded bucket's file not held (delivered before the cursor, twice indexed)
+	loadedDelivered     int64 // deliveries from the loaded bucket since it was loaded
+	delivering          atomic.Bool
+	observed            atomic.Int64
+	wake                chan struct{}
 
 	mu      sync.Mutex
 	running bool
@@ -67,7 +74,7 @@ type Service struct {
 	noFinal atomic.Bool
 
 	enqueueA, cursorA, inMem    atomic.Int64
-	indexed, delivered, skipped atomic.Int64
+	indexed, delivered, skipped atomic.Int64 // indexed: pending in the index files, as of the last persist
 	retries, latSum             atomic.Int64
 	lat                         []atomic.Int64
 	isDelivering                atomic.Bool
@@ -91,21 +98,12 @@ func New(cfg Config, store Store, put Putter) (*Service, error) {
 	if damaged {
 		s.log.Warn("timer checkpoint damaged: the index is rebuilt from the timer topic in the CommitLog")
 	}
-	s.enqueue = cp.EnqueueOffset
+	s.enqueue, s.synced, s.replayUntil = cp.SyncedOffset, cp.SyncedOffset, cp.WrittenOffset
+	s.lastIndexSync = cfg.Now()
 	s.core = NewCore(cfg.PrecisionMs, cfg.BucketSpan.Milliseconds(), cp.Cursor)
 	s.enqueueA.Store(s.enqueue)
 	s.cursorA.Store(s.core.Cursor())
-	// Pending at start: what the index files from the cursor's bucket on hold (an entry
-	// indexed twice counts twice until it is delivered).
-	if bs, sizes, err := idx.buckets(); err == nil {
-		var n int64
-		for i, b := range bs {
-			if b+cfg.BucketSpan.Milliseconds() > s.core.Cursor() {
-				n += sizes[i] / EntrySize
-			}
-		}
-		s.indexed.Store(n)
-	}
+	s.countPending()
 	return s, nil
 }
 
@@ -167,7 +165,7 @@ func (s *Service) Stop() error {
 	close(s.stop)
 	s.wg.Wait()
 	s.running = false
-	err := s.persist()
+	err := s.persist(true)
 	if cerr := s.idx.close(); err == nil {
 		err = cerr
 	}
@@ -214,7 +212,7 @@ func (s *Service) Stats() Stats {
 		Enqueue: s.enqueueA.Load(), Cursor: s.cursorA.Load(),
 		LatenessSumMs: s.latSum.Load(),
 	}
-	st.Pending = max(s.indexed.Load(), 0) + max(s.store.QueueMaxOffset(Topic, 0)-st.Enqueue, 0)
+	st.Pending = max(s.indexed.Load(), 0) + max(s.store.QueueMaxOffset(Topic, 0)-max(st.Enqueue, s.written()), 0)
 	for i := range s.lat {
 		st.Lateness = append(st.Lateness, s.lat[i].Load())
 	}
@@ -268,7 +266,7 @@ func (s *Service) run(stop <-chan struct{}) {
 			if s.noFinal.Load() {
 				return
 			}
-			if err := s.persist(); err != nil {
+			if err := s.persist(false); err != nil {
 				s.log.WithError(err).Warn("timer checkpoint not written; retried at the next interval")
 			}
 			lastPersist = now
@@ -292,29 +290,80 @@ func (s *Service) run(stop <-chan struct{}) {
 	}
 }
 
-// persist fsyncs the index, writes the checkpoint, then removes buckets wholly before the
-// cursor. Order matters: the checkpoint's enqueue offset may only cover durable entries.
-func (s *Service) persist() error {
-	if err := s.idx.sync(); err != nil {
-		return err
+// persist writes the checkpoint (every FlushInterval) after, every IndexSyncInterval and at
+// Stop, fsyncing the index files written since the last sync; then it removes buckets
+// wholly before the cursor and counts what is pending. Order matters: the checkpoint's
+// synced offset may only cover durable entries.
+func (s *Service) persist(final bool) error {
+	if now := s.cfg.Now(); now.Sub(s.lastIndexSync) >= s.cfg.IndexSyncInterval || final {
+		if err := s.idx.sync(); err != nil {
+			return err
+		}
+		s.synced = s.enqueue
+		s.lastIndexSync = now
 	}
 	cur := s.core.Cursor()
-	if err := s.idx.writeCheckpoint(Checkpoint{EnqueueOffset: s.enqueue, Cursor: cur}); err != nil {
+	if err := s.idx.writeCheckpoint(Checkpoint{SyncedOffset: s.synced, WrittenOffset: s.written(), Cursor: cur}); err != nil {
 		return err
 	}
 	bs, _, err := s.idx.buckets()
-	if err != nil {
-		return nil
-	}
-	span := s.cfg.BucketSpan.Milliseconds()
-	for _, b := range bs {
-		if b+span <= s.core.BucketOf(cur) && b != s.core.Loaded() {
-			if err := s.idx.remove(b); err != nil {
-				s.log.WithError(err).WithField("bucket", b).Warn("removing a delivered timer bucket failed")
+	if err == nil {
+		span := s.cfg.BucketSpan.Milliseconds()
+		for _, b := range bs {
+			if b+span <= s.core.BucketOf(cur) && b != s.core.Loaded() {
+				if err := s.idx.remove(b); err != nil {
+					s.log.WithError(err).WithField("bucket", b).Warn("removing a delivered timer bucket failed")
+				}
 			}
 		}
 	}
+	s.countPending()
 	return nil
+}
+
+// written is the queue offset up to which entries may be in the index files.
+func (s *Service) written() int64 { return max(s.enqueue, s.replayUntil) }
+
+// countPending counts the timers the index files hold from the cursor's bucket on, less
+// those of the loaded bucket already delivered (on a replica, which loads nothing, the
+// cursor's bucket counts whole).
+func (s *Service) countPending() {
+	bs, sizes, err := s.idx.buckets()
+	if err != nil {
+		return
+	}
+	var n int64
+	from := s.core.BucketOf(s.core.Cursor())
+	for i, b := range bs {
+		if b >= from {
+			n += sizes[i] / EntrySize
+		}
+	}
+	if s.core.Loaded() >= 0 {
+		n -= s.loadedDropped + s.loadedDelivered
+	}
+	s.indexed.Store(max(n, 0))
+}
+
+// inBucket reports whether a replayed record's entry is in its bucket already.
+func (s *Service) inBucket(bucket, qoff int64) bool {
+	if s.replay == nil {
+		s.replay = map[int64]map[int64]struct{}{}
+	}
+	set, ok := s.replay[bucket]
+	if !ok {
+		entries, _, _, err := s.idx.read(bucket)
+		if err != nil {
+			return false // written again: at worst delivered twice
+		}
+		set = make(map[int64]struct{}, len(entries))
+		for _, e := range entries {
+			set[e.QueueOffset] = struct{}{}
+		}
+		s.replay[bucket] = set
+	}
+	_, ok = set[qoff]
+	return ok
 }
 
 // enqueueRound indexes the next timer records; it reports whether a full batch was read.
@@ -358,13 +407,18 @@ func (s *Service) enqueueRound() bool {
 			continue
 		}
 		e := Entry{Slot: s.core.Slot(out), QueueOffset: rec.QueueOffset, PhysOffset: rec.PhysicalOffset, Size: rec.TotalSize}
-		if err := s.idx.append(s.core.BucketOf(e.Slot), e); err != nil {
-			s.log.WithError(err).WithField("offset", rec.QueueOffset).Error("indexing a timer failed; retried")
-			return false
+		bucket := s.core.BucketOf(e.Slot)
+		if rec.QueueOffset >= s.replayUntil || !s.inBucket(bucket, rec.QueueOffset) {
+			if err := s.idx.append(bucket, e); err != nil {
+				s.log.WithError(err).WithField("offset", rec.QueueOffset).Error("indexing a timer failed; retried")
+				return false
+			}
 		}
 		s.core.Add(e)
-		s.indexed.Add(1)
 		s.enqueue = rec.QueueOffset + 1
+		if s.enqueue >= s.replayUntil {
+			s.replay = nil
+		}
 	}
 	s.enqueue = max(s.enqueue, res.NextBeginOffset)
 	return len(res.Records) == enqueueBatch
@@ -403,7 +457,8 @@ func (s *Service) deliverRound(stop <-chan struct{}) bool {
 				continue
 			}
 		}
-		s.core.Load(b, entries)
+		kept := s.core.Load(b, entries)
+		s.loadedDropped, s.loadedDelivered = int64(len(entries)-kept), 0
 		s.core.Advance(now)
 	}
 	for {
@@ -457,7 +512,7 @@ func (s *Service) fire(e Entry, stop <-chan struct{}) bool {
 			err := s.put.Put(msg)
 			if err == nil {
 				s.delivered.Add(1)
-				s.indexed.Add(-1)
+				s.loadedDelivered++
 				late := max(s.cfg.Now().UnixMilli()-(out+s.cfg.PrecisionMs), 0)
 				s.latSum.Add(late)
 				i := 0
@@ -486,5 +541,5 @@ func (s *Service) fire(e Entry, stop <-chan struct{}) bool {
 
 func (s *Service) skip() {
 	s.skipped.Add(1)
-	s.indexed.Add(-1)
+	s.loadedDelivered++
 }

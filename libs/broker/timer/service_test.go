@@ -28,6 +28,7 @@ type recorder struct {
 	mu    sync.Mutex
 	got   map[string][]time.Time
 	early []string
+	late  []int64 // ms after the end of the slot (TIMER_OUT_MS + precision 100 ms)
 }
 
 func (r *recorder) Put(m *commitlog.Message) error {
@@ -39,6 +40,9 @@ func (r *recorder) Put(m *commitlog.Message) error {
 		r.early = append(r.early, p["KEYS"])
 	}
 	r.got[p["KEYS"]] = append(r.got[p["KEYS"]], now)
+	if out, ok := OutMs(p); ok {
+		r.late = append(r.late, now.UnixMilli()-out-100)
+	}
 	r.mu.Unlock()
 	_, err := r.store.Append(m)
 	return err
@@ -54,13 +58,13 @@ func (r *recorder) counts() (distinct, total int) {
 }
 
 type tenv struct {
-	t     *testing.T
+	t     testing.TB
 	dir   string
 	store *commitlog.Store
 	rec   *recorder
 }
 
-func openTenv(t *testing.T) *tenv {
+func openTenv(t testing.TB) *tenv {
 	dir := t.TempDir()
 	cfg := commitlog.DefaultConfig()
 	cfg.Dir = dir
