@@ -49,6 +49,9 @@ func (c *Core) BucketOf(slot int64) int64 { return max(slot, 0) / c.span * c.spa
 // Cursor is the first slot not known to be fully delivered.
 func (c *Core) Cursor() int64 { return c.cursor }
 
+// OwnSlot is the slot TIMER_OUT_MS out lies in.
+func (c *Core) OwnSlot(out int64) int64 { return c.slotOf(out) }
+
 // Slot is the slot a timer with TIMER_OUT_MS out is indexed under: its own, or the cursor's
 // when its own has passed.
 func (c *Core) Slot(out int64) int64 { return max(c.slotOf(out), c.cursor) }

@@ -63,6 +63,7 @@ type Service struct {
 	lastIndexSync       time.Time
 	loadedDropped       int64 // entries of the loaded bucket's file not held (delivered before the cursor, twice indexed)
 	loadedDelivered     int64 // deliveries from the loaded bucket since it was loaded
+	loadedBucket        int64 // the bucket loadedDropped and loadedDelivered are about, -1 for none
 	delivering          atomic.Bool
 	observed            atomic.Int64
 	wake                chan struct{}
@@ -100,6 +101,7 @@ func New(cfg Config, store Store, put Putter) (*Service, error) {
 	}
 	s.enqueue, s.synced, s.replayUntil = cp.SyncedOffset, cp.SyncedOffset, cp.WrittenOffset
 	s.lastIndexSync = cfg.Now()
+	s.loadedBucket = -1
 	s.core = NewCore(cfg.PrecisionMs, cfg.BucketSpan.Milliseconds(), cp.Cursor)
 	s.enqueueA.Store(s.enqueue)
 	s.cursorA.Store(s.core.Cursor())
@@ -325,8 +327,8 @@ func (s *Service) persist(final bool) error {
 func (s *Service) written() int64 { return max(s.enqueue, s.replayUntil) }
 
 // countPending counts the timers the index files hold from the cursor's bucket on, less
-// those of the loaded bucket already delivered (on a replica, which loads nothing, the
-// cursor's bucket counts whole).
+// those of the cursor's bucket known delivered since it was last loaded (on a replica, which
+// loads nothing, the cursor's bucket counts whole).
 func (s *Service) countPending() {
 	bs, sizes, err := s.idx.buckets()
 	if err != nil {
@@ -339,7 +341,7 @@ func (s *Service) countPending() {
 			n += sizes[i] / EntrySize
 		}
 	}
-	if s.core.Loaded() >= 0 {
+	if s.loadedBucket == from {
 		n -= s.loadedDropped + s.loadedDelivered
 	}
 	s.indexed.Store(max(n, 0))
@@ -406,13 +408,21 @@ func (s *Service) enqueueRound() bool {
 			s.enqueue = rec.QueueOffset + 1
 			continue
 		}
-		e := Entry{Slot: s.core.Slot(out), QueueOffset: rec.QueueOffset, PhysOffset: rec.PhysicalOffset, Size: rec.TotalSize}
-		bucket := s.core.BucketOf(e.Slot)
-		if rec.QueueOffset >= s.replayUntil || !s.inBucket(bucket, rec.QueueOffset) {
-			if err := s.idx.append(bucket, e); err != nil {
-				s.log.WithError(err).WithField("offset", rec.QueueOffset).Error("indexing a timer failed; retried")
-				return false
+		e := Entry{Slot: s.core.OwnSlot(out), QueueOffset: rec.QueueOffset, PhysOffset: rec.PhysicalOffset, Size: rec.TotalSize}
+		// A record indexed before a restart is in its bucket already (the file is read when
+		// the bucket loads), or its bucket was delivered and removed. Only an entry missing
+		// from its bucket (an index write lost with the machine) is written again.
+		if rec.QueueOffset < s.replayUntil {
+			own := s.core.BucketOf(e.Slot)
+			if own < s.core.BucketOf(s.core.Cursor()) || s.inBucket(own, rec.QueueOffset) {
+				s.enqueue = rec.QueueOffset + 1
+				continue
 			}
+		}
+		e.Slot = s.core.Slot(out)
+		if err := s.idx.append(s.core.BucketOf(e.Slot), e); err != nil {
+			s.log.WithError(err).WithField("offset", rec.QueueOffset).Error("indexing a timer failed; retried")
+			return false
 		}
 		s.core.Add(e)
 		s.enqueue = rec.QueueOffset + 1
@@ -458,7 +468,7 @@ func (s *Service) deliverRound(stop <-chan struct{}) bool {
 			}
 		}
 		kept := s.core.Load(b, entries)
-		s.loadedDropped, s.loadedDelivered = int64(len(entries)-kept), 0
+		s.loadedDropped, s.loadedDelivered, s.loadedBucket = int64(len(entries)-kept), 0, b
 		s.core.Advance(now)
 	}
 	for {
