@@ -28,8 +28,8 @@ type index struct {
 	created bool // a file was created since the last sync (the directory needs an fsync)
 }
 
-// maxOpenIndexFiles bounds the file descriptors the index keeps between syncs.
-const maxOpenIndexFiles = 32
+// maxOpenIndexFiles bounds the file descriptors the index keeps open for appending.
+const maxOpenIndexFiles = 64
 
 func newIndex(fsys vfs.FS, dir string) (*index, error) {
 	if err := fsys.MkdirAll(filepath.Join(dir, "index")); err != nil {
@@ -93,7 +93,52 @@ func (x *index) append(bucket int64, e Entry) error {
 	return nil
 }
 
-// sync makes every appended entry durable.
+// takeDirty hands the buckets written since the last call to a background sync (syncFiles)
+// and reports whether a file was created (the directory needs an fsync too).
+func (x *index) takeDirty() (buckets []int64, created bool) {
+	for b := range x.dirty {
+		buckets = append(buckets, b)
+		delete(x.dirty, b)
+	}
+	created, x.created = x.created, false
+	return buckets, created
+}
+
+// syncFiles fsyncs buckets through descriptors of its own, so that it can run beside the
+// loop's appends (an fsync flushes the file whichever descriptor asks). A bucket removed
+// meanwhile was delivered: not an error.
+func (x *index) syncFiles(buckets []int64, dir bool) error {
+	for _, b := range buckets {
+		f, err := x.fs.Open(x.path(b))
+		if errors.Is(err, fs.ErrNotExist) {
+			continue
+		}
+		if err != nil {
+			return fmt.Errorf("timer index %d sync: %w", b, err)
+		}
+		err = f.Sync()
+		_ = f.Close()
+		if err != nil {
+			return fmt.Errorf("timer index %d sync: %w", b, err)
+		}
+	}
+	if dir {
+		if err := x.fs.SyncDir(filepath.Join(x.dir, "index")); err != nil {
+			return fmt.Errorf("timer index dir sync: %w", err)
+		}
+	}
+	return nil
+}
+
+// redirty gives buckets of a failed background sync back to the next one.
+func (x *index) redirty(buckets []int64, dir bool) {
+	for _, b := range buckets {
+		x.dirty[b] = true
+	}
+	x.created = x.created || dir
+}
+
+// sync makes every appended entry durable, in the caller's goroutine.
 func (x *index) sync() error {
 	for b := range x.dirty {
 		f, ok := x.open[b]

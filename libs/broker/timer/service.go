@@ -61,9 +61,10 @@ type Service struct {
 	synced, replayUntil int64
 	replay              map[int64]map[int64]struct{}
 	lastIndexSync       time.Time
-	loadedDropped       int64 // entries of the loaded bucket's file not held (delivered before the cursor, twice indexed)
-	loadedDelivered     int64 // deliveries from the loaded bucket since it was loaded
-	loadedBucket        int64 // the bucket loadedDropped and loadedDelivered are about, -1 for none
+	syncDone            chan syncResult // the background index sync in flight, nil for none
+	loadedDropped       int64           // entries of the loaded bucket's file not held (delivered before the cursor, twice indexed)
+	loadedDelivered     int64           // deliveries from the loaded bucket since it was loaded
+	loadedBucket        int64           // the bucket loadedDropped and loadedDelivered are about, -1 for none
 	delivering          atomic.Bool
 	observed            atomic.Int64
 	wake                chan struct{}
@@ -75,6 +76,7 @@ type Service struct {
 	noFinal atomic.Bool
 
 	enqueueA, cursorA, inMem    atomic.Int64
+	writtenA                    atomic.Int64
 	indexed, delivered, skipped atomic.Int64 // indexed: pending in the index files, as of the last persist
 	retries, latSum             atomic.Int64
 	lat                         []atomic.Int64
@@ -104,6 +106,7 @@ func New(cfg Config, store Store, put Putter) (*Service, error) {
 	s.loadedBucket = -1
 	s.core = NewCore(cfg.PrecisionMs, cfg.BucketSpan.Milliseconds(), cp.Cursor)
 	s.enqueueA.Store(s.enqueue)
+	s.writtenA.Store(s.written())
 	s.cursorA.Store(s.core.Cursor())
 	s.countPending()
 	return s, nil
@@ -185,6 +188,10 @@ func (s *Service) halt() {
 	close(s.stop)
 	s.wg.Wait()
 	s.running = false
+	if s.syncDone != nil {
+		<-s.syncDone // its fsyncs are harmless; just do not leave it running
+		s.syncDone = nil
+	}
 	s.idx.closeAll()
 }
 
@@ -214,7 +221,7 @@ func (s *Service) Stats() Stats {
 		Enqueue: s.enqueueA.Load(), Cursor: s.cursorA.Load(),
 		LatenessSumMs: s.latSum.Load(),
 	}
-	st.Pending = max(s.indexed.Load(), 0) + max(s.store.QueueMaxOffset(Topic, 0)-max(st.Enqueue, s.written()), 0)
+	st.Pending = max(s.indexed.Load(), 0) + max(s.store.QueueMaxOffset(Topic, 0)-max(st.Enqueue, s.writtenA.Load()), 0)
 	for i := range s.lat {
 		st.Lateness = append(st.Lateness, s.lat[i].Load())
 	}
@@ -262,6 +269,7 @@ func (s *Service) run(stop <-chan struct{}) {
 			}
 		}
 		s.enqueueA.Store(s.enqueue)
+		s.writtenA.Store(s.written())
 		s.cursorA.Store(s.core.Cursor())
 		s.inMem.Store(int64(s.core.InMemory()))
 		if now := s.cfg.Now(); now.Sub(lastPersist) >= s.cfg.FlushInterval {
@@ -297,12 +305,14 @@ func (s *Service) run(stop <-chan struct{}) {
 // wholly before the cursor and counts what is pending. Order matters: the checkpoint's
 // synced offset may only cover durable entries.
 func (s *Service) persist(final bool) error {
-	if now := s.cfg.Now(); now.Sub(s.lastIndexSync) >= s.cfg.IndexSyncInterval || final {
+	s.collectIndexSync(final)
+	if final {
 		if err := s.idx.sync(); err != nil {
 			return err
 		}
 		s.synced = s.enqueue
-		s.lastIndexSync = now
+	} else if now := s.cfg.Now(); now.Sub(s.lastIndexSync) >= s.cfg.IndexSyncInterval {
+		s.startIndexSync(now)
 	}
 	cur := s.core.Cursor()
 	if err := s.idx.writeCheckpoint(Checkpoint{SyncedOffset: s.synced, WrittenOffset: s.written(), Cursor: cur}); err != nil {
@@ -321,6 +331,54 @@ func (s *Service) persist(final bool) error {
 	}
 	s.countPending()
 	return nil
+}
+
+// syncResult is what a background index sync reports.
+type syncResult struct {
+	upTo    int64 // enqueue offset whose entries it made durable
+	buckets []int64
+	dir     bool
+	err     error
+}
+
+// startIndexSync hands the buckets written since the last sync to a goroutine that fsyncs
+// them while the loop goes on (thousands of buckets can be dirty: one fsync each).
+func (s *Service) startIndexSync(now time.Time) {
+	if s.syncDone != nil {
+		return
+	}
+	buckets, dir := s.idx.takeDirty()
+	upTo := s.enqueue
+	done := make(chan syncResult, 1)
+	s.syncDone = done
+	s.lastIndexSync = now
+	go func() {
+		done <- syncResult{upTo: upTo, buckets: buckets, dir: dir, err: s.idx.syncFiles(buckets, dir)}
+	}()
+}
+
+// collectIndexSync takes the result of a finished background sync; wait blocks for it.
+func (s *Service) collectIndexSync(wait bool) {
+	if s.syncDone == nil {
+		return
+	}
+	var r syncResult
+	if wait {
+		r = <-s.syncDone
+	} else {
+		select {
+		case r = <-s.syncDone:
+		default:
+			return
+		}
+	}
+	s.syncDone = nil
+	if r.err != nil {
+		s.log.WithError(r.err).Warn("timer index sync failed; retried at the next interval")
+		s.idx.redirty(r.buckets, r.dir)
+		return
+	}
+	s.synced = max(s.synced, r.upTo)
 }
 
 // written is the queue offset up to which entries may be in the index files.
@@ -368,7 +426,7 @@ func (s *Service) inBucket(bucket, qoff int64) bool {
 	return ok
 }
 
-// enqueueRound indexes the next timer records; it reports whether a full batch was read.
+// enqueueRound indexes the next timer records; it reports whether it read any.
 func (s *Service) enqueueRound() bool {
 	res := s.store.GetMessages(Topic, 0, s.enqueue, enqueueBatch, enqueueBytes, nil)
 	switch res.Status {
@@ -431,7 +489,7 @@ func (s *Service) enqueueRound() bool {
 		}
 	}
 	s.enqueue = max(s.enqueue, res.NextBeginOffset)
-	return len(res.Records) == enqueueBatch
+	return len(res.Records) > 0 // a short read (a segment end, a byte cap) is no sign of the end
 }
 
 // deliverRound loads the cursor's bucket if needed and fires what is due; false when stopped
