@@ -1,6 +1,7 @@
 package broker
 
 import (
+	"context"
 	"strconv"
 	"testing"
 	"time"
@@ -67,4 +68,46 @@ func TestTimerDisabled(t *testing.T) {
 	require.Equal(t, remoting.SystemError, resp.Code)
 	require.Equal(t, "accurate timer message is not enabled, timerWheelEnable is false", resp.Remark)
 	require.Equal(t, int64(0), b.store.MaxOffset(), "nothing stored")
+}
+
+// A promoted slave delivers the timers still pending at the switch, exactly once, and does not
+// deliver again those the old master delivered (it followed them through the replicated copies).
+func TestPromotedSlaveContinuesTimers(t *testing.T) {
+	acfg := syncMasterConfig(t)
+	acfg.TimerPrecisionMs = 100
+	a := startBroker(t, acfg)
+	bcfg := slaveConfig(t, a.HAAddr())
+	bcfg.TimerPrecisionMs = 100
+	b := startBroker(t, bcfg)
+	a.SetPromotion(PromotionConfig{SlaveID: 1})
+	c := newTestClient(t)
+	require.Eventually(t, func() bool { return len(a.InSyncSlaves()) == 1 }, 10*time.Second, 5*time.Millisecond)
+	for i := range 5 {
+		resp := invoke(t, c, a.Addr(), remoting.SendMessage, sendExt("TMR", 0, props("TIMER_DELAY_MS", "200", "KEYS", "early"+strconv.Itoa(i))), []byte("early"+strconv.Itoa(i)))
+		require.Equal(t, remoting.Success, resp.Code, resp.Remark)
+	}
+	require.Eventually(t, func() bool { return b.store.QueueMaxOffset("TMR", 0) == 5 }, 10*time.Second, 5*time.Millisecond)
+	require.Zero(t, b.Status().Timer.Delivered, "the slave never delivers")
+	for i := range 5 {
+		resp := invoke(t, c, a.Addr(), remoting.SendMessage, sendExt("TMR", 0, props("TIMER_DELAY_MS", "1500", "KEYS", "late"+strconv.Itoa(i))), []byte("late"+strconv.Itoa(i)))
+		require.Equal(t, remoting.Success, resp.Code, resp.Remark)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	require.NoError(t, a.Demote(ctx))
+	_, err := b.Promote(ctx, a.Epoch()+1)
+	require.NoError(t, err)
+
+	require.Eventually(t, func() bool { return b.store.QueueMaxOffset("TMR", 0) >= 10 }, 10*time.Second, 5*time.Millisecond)
+	require.Eventually(t, func() bool { return b.Status().Timer.Pending == 0 }, 10*time.Second, 10*time.Millisecond)
+	seen := map[string]int{}
+	for o := range b.store.QueueMaxOffset("TMR", 0) {
+		rec, _ := recordAt(t, b, "TMR", 0, o)
+		seen[string(rec.Body)]++
+	}
+	for i := range 5 {
+		require.Equal(t, 1, seen["early"+strconv.Itoa(i)], "delivered by the old master only")
+		require.Equal(t, 1, seen["late"+strconv.Itoa(i)], "delivered by the new master once")
+	}
+	require.Equal(t, int64(5), b.Status().Timer.Delivered)
 }

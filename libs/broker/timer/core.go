@@ -15,25 +15,44 @@ import (
 // (Transform rounds the requested time down, as RocketMQ does). Slots are grouped in buckets
 // of Span ms, one index file each. Only the bucket holding the cursor is in memory.
 //
-// The cursor C means: every slot before C is delivered. Delivery goes slot by slot, in queue
-// offset order within a slot, and the cursor moves to the slot of each delivered timer, then
-// on to the next due boundary once nothing before it is left. A timer indexed after its slot
+// The cursor (C, D) means: every slot before C is delivered, and in slot C every entry up to
+// queue offset D. Delivery goes slot by slot, in queue offset order within a slot, and the
+// cursor moves to each delivered timer, then on to the next due boundary once nothing before
+// it is left. A timer indexed after its slot
 // has passed the cursor is indexed under the cursor's slot instead (late, delivered in the
 // next round).
 type Core struct {
 	p, span int64
 	cursor  int64
+	done    int64 // highest queue offset delivered in the cursor's slot, -1 for none
 	bucket  int64 // start of the bucket in memory, -1 for none
 	h       entryHeap
 	seen    map[int64]struct{} // queue offsets in the loaded bucket: an entry indexed twice is delivered once
 }
 
 // NewCore returns a core with precision p ms, bucket span ms (a multiple of p) and the
-// cursor from a checkpoint. Arguments are validated by Config.Validate.
-func NewCore(p, span, cursor int64) *Core {
-	c := &Core{p: p, span: span, bucket: -1}
+// cursor and done offset from a checkpoint. Arguments are validated by Config.Validate.
+func NewCore(p, span, cursor, done int64) *Core {
+	c := &Core{p: p, span: span, bucket: -1, done: -1}
 	c.cursor = c.slotOf(max(cursor, 0))
+	if c.cursor == cursor {
+		c.done = max(done, -1)
+	}
 	return c
+}
+
+// Done is the highest queue offset delivered in the cursor's slot, -1 for none: delivery
+// within a slot goes in queue offset order, so every entry of the slot up to it is done.
+func (c *Core) Done() int64 { return c.done }
+
+// moveTo sets the cursor to slot (later than the cursor) with done delivered in it.
+func (c *Core) moveTo(slot, done int64) {
+	c.cursor, c.done = slot, done
+}
+
+// delivered reports whether an entry is behind the cursor.
+func (c *Core) delivered(e Entry) bool {
+	return e.Slot < c.cursor || (e.Slot == c.cursor && e.QueueOffset <= c.done)
 }
 
 func (c *Core) slotOf(ms int64) int64 {
@@ -56,16 +75,19 @@ func (c *Core) OwnSlot(out int64) int64 { return c.slotOf(out) }
 // when its own has passed.
 func (c *Core) Slot(out int64) int64 { return max(c.slotOf(out), c.cursor) }
 
-// Observe moves the cursor to slot when it is later: a replica learns from the delivered
-// copies it replicates how far its master got (the slot of a copy may be partly delivered,
-// so the cursor stops at it, not after it). The loaded bucket is dropped when the cursor
-// leaves it.
-func (c *Core) Observe(slot int64) {
+// Observe moves the cursor to a delivered entry (slot, queue offset) when it is later: a
+// replica learns from the delivered copies it replicates how far its master got. The loaded
+// bucket is dropped when the cursor leaves it.
+func (c *Core) Observe(slot, qoff int64) {
 	slot = c.slotOf(slot)
-	if slot <= c.cursor {
+	switch {
+	case slot > c.cursor:
+		c.moveTo(slot, qoff)
+	case slot == c.cursor && qoff > c.done:
+		c.done = qoff
+	default:
 		return
 	}
-	c.cursor = slot
 	if c.bucket >= 0 && c.cursor >= c.bucket+c.span {
 		c.Unload()
 	} else if c.bucket >= 0 {
@@ -101,7 +123,7 @@ func (c *Core) SkipTo(next, nowMs int64) {
 		return
 	}
 	if t := min(c.slotOf(next), c.slotOf(nowMs)); t > c.cursor {
-		c.cursor = t
+		c.moveTo(t, -1)
 	}
 }
 
@@ -114,7 +136,7 @@ func (c *Core) Unload() {
 
 // Add keeps an entry just indexed in memory when it belongs to the loaded bucket.
 func (c *Core) Add(e Entry) {
-	if c.bucket < 0 || e.Slot < c.cursor || c.BucketOf(e.Slot) != c.bucket {
+	if c.bucket < 0 || c.delivered(e) || c.BucketOf(e.Slot) != c.bucket {
 		return
 	}
 	if _, dup := c.seen[e.QueueOffset]; dup {
@@ -137,8 +159,11 @@ func (c *Core) Due(nowMs int64, limit int) []Entry {
 
 // Delivered records that e is stored in its real topic.
 func (c *Core) Delivered(e Entry) {
-	if e.Slot > c.cursor {
-		c.cursor = e.Slot
+	switch {
+	case e.Slot > c.cursor:
+		c.moveTo(e.Slot, e.QueueOffset)
+	case e.Slot == c.cursor && e.QueueOffset > c.done:
+		c.done = e.QueueOffset
 	}
 }
 
@@ -153,7 +178,7 @@ func (c *Core) Advance(nowMs int64) {
 		target = min(target, c.h[0].Slot)
 	}
 	if target > c.cursor {
-		c.cursor = target
+		c.moveTo(target, -1)
 	}
 	if c.cursor >= c.bucket+c.span {
 		c.Unload()
@@ -177,7 +202,7 @@ func (c *Core) Loaded() int64 { return c.bucket }
 func (c *Core) dropBefore() {
 	keep := c.h[:0]
 	for _, e := range c.h {
-		if e.Slot >= c.cursor {
+		if !c.delivered(e) {
 			keep = append(keep, e)
 		} else {
 			delete(c.seen, e.QueueOffset)

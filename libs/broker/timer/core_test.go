@@ -7,7 +7,7 @@ import (
 )
 
 func TestCoreDeliversInSlotOrderNeverEarly(t *testing.T) {
-	c := NewCore(1000, 10_000, 100_000)
+	c := NewCore(1000, 10_000, 100_000, -1)
 	b, need := c.NeedLoad()
 	require.True(t, need)
 	require.Equal(t, int64(100_000), b)
@@ -36,18 +36,24 @@ func TestCoreDeliversInSlotOrderNeverEarly(t *testing.T) {
 }
 
 func TestCoreLoadDropsDelivered(t *testing.T) {
-	c := NewCore(1000, 10_000, 105_000)
+	c := NewCore(1000, 10_000, 105_000, -1)
 	c.Load(100_000, []Entry{{Slot: 104_000, QueueOffset: 1}, {Slot: 105_000, QueueOffset: 2}, {Slot: 106_000, QueueOffset: 3}})
 	require.Equal(t, 2, c.InMemory(), "slots before the cursor are delivered; the cursor's own slot is delivered again")
+	d := NewCore(1000, 10_000, 105_000, 2)
+	d.Load(100_000, []Entry{{Slot: 105_000, QueueOffset: 2}, {Slot: 105_000, QueueOffset: 4}, {Slot: 106_000, QueueOffset: 3}})
+	require.Equal(t, 2, d.InMemory(), "in the cursor's slot, entries up to its done offset are delivered")
 	c.Add(Entry{Slot: 120_000, QueueOffset: 9})
 	require.Equal(t, 2, c.InMemory(), "entries of later buckets stay on disk")
 }
 
 func TestCoreObserveAndSkip(t *testing.T) {
-	c := NewCore(1000, 10_000, 0)
-	c.Observe(55_500)
+	c := NewCore(1000, 10_000, 0, -1)
+	c.Observe(55_500, 7)
 	require.Equal(t, int64(55_000), c.Cursor())
-	c.Observe(10_000)
+	require.Equal(t, int64(7), c.Done())
+	c.Observe(55_000, 3)
+	require.Equal(t, int64(7), c.Done(), "never backwards within the slot")
+	c.Observe(10_000, 9)
 	require.Equal(t, int64(55_000), c.Cursor(), "never backwards")
 	c.SkipTo(90_000, 70_400)
 	require.Equal(t, int64(70_000), c.Cursor(), "not past now")

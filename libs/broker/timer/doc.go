@@ -26,13 +26,18 @@
 //
 // # Progress, crashes and failover
 //
-// The checkpoint (format.go) holds the enqueue offset (the timer queue is indexed up to it,
-// and those entries were fsynced before the checkpoint was written) and the cursor (every
-// slot before it is delivered). It is written every FlushInterval and on Stop. After a
-// kill -9 the records from the enqueue offset are indexed again (an entry indexed twice is
-// delivered once) and delivery resumes at the cursor's slot: the timers delivered since the
-// last checkpoint (about one FlushInterval of deliveries, plus the rest of the cursor's slot)
-// are delivered again. Nothing is lost: the cursor never passes a timer before its Put
+// The checkpoint (format.go) holds the synced offset (the timer queue's entries below it
+// are in index files fsynced before the checkpoint was written: a background goroutine
+// fsyncs the buckets written every IndexSyncInterval, 10 s), the written offset (entries
+// below it were written, perhaps not yet fsynced) and the cursor (every slot before it is
+// delivered). It is written every FlushInterval (timerFlushIntervalMs) and on Stop. After a
+// kill -9 the records from the synced offset are read again: one below the written offset
+// whose own bucket holds it, or was delivered and removed, is passed over; one missing from
+// its bucket (an index write lost with the machine) is indexed again. Delivery resumes at
+// the cursor's slot, so the timers delivered since the last checkpoint (about one
+// FlushInterval of deliveries, plus the rest of the cursor's slot) are delivered again; the
+// delivered copies the dispatcher replays at start move the cursor further (Observe), which
+// usually leaves none. Nothing is lost: the cursor never passes a timer before its Put
 // returned. A missing or damaged checkpoint re-indexes the whole timer queue from the
 // CommitLog and re-delivers what it still holds (at least once).
 //

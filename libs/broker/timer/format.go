@@ -82,12 +82,12 @@ func DecodeEntries(b []byte) (entries []Entry, bad int, torn int) {
 	return entries, bad, len(b) - n*EntrySize
 }
 
-// # Checkpoint (timer/checkpoint), 40 bytes, big endian, replaced atomically
+// # Checkpoint (timer/checkpoint), 48 bytes, big endian, replaced atomically
 //
-//	 0    4    8         16        24        32   36   40
-//	+----+----+---------+---------+---------+----+----+
-//	|magic|ver| synced  | written | cursor  |crc |pad |
-//	+----+----+---------+---------+---------+----+----+
+//	 0    4    8         16        24        32        40   44   48
+//	+----+----+---------+---------+---------+---------+----+----+
+//	|magic|ver| synced  | written | cursor  |  done   |crc |pad |
+//	+----+----+---------+---------+---------+---------+----+----+
 //
 //	magic    "RQTM"
 //	ver      uint32 1
@@ -96,11 +96,11 @@ func DecodeEntries(b []byte) (entries []Entry, bad int, torn int) {
 //	written  int64  queue offset up to which entries were written (maybe not fsynced): from
 //	                synced to written a restart looks each entry up in its bucket before
 //	                writing it again
-//	cursor   int64  slot (ms): every slot before it is delivered; the cursor's own slot may
-//	                be partly delivered and is delivered again after a restart
-//	crc      uint32 CRC-32 (IEEE) of bytes 0..31
+//	cursor   int64  slot (ms): every slot before it is delivered
+//	done     int64  highest queue offset delivered in the cursor's slot, -1 for none
+//	crc      uint32 CRC-32 (IEEE) of bytes 0..39
 //	pad      4 zero bytes
-const CheckpointSize = 40
+const CheckpointSize = 48
 
 var checkpointMagic = [4]byte{'R', 'Q', 'T', 'M'}
 
@@ -109,9 +109,10 @@ type Checkpoint struct {
 	SyncedOffset  int64
 	WrittenOffset int64
 	Cursor        int64
+	Done          int64
 }
 
-// AppendCheckpoint appends the 40-byte encoding of c to dst.
+// AppendCheckpoint appends the 48-byte encoding of c to dst.
 func AppendCheckpoint(dst []byte, c Checkpoint) []byte {
 	var b [CheckpointSize]byte
 	copy(b[0:], checkpointMagic[:])
@@ -119,7 +120,8 @@ func AppendCheckpoint(dst []byte, c Checkpoint) []byte {
 	binary.BigEndian.PutUint64(b[8:], uint64(c.SyncedOffset))
 	binary.BigEndian.PutUint64(b[16:], uint64(c.WrittenOffset))
 	binary.BigEndian.PutUint64(b[24:], uint64(c.Cursor))
-	binary.BigEndian.PutUint32(b[32:], crc32.ChecksumIEEE(b[:32]))
+	binary.BigEndian.PutUint64(b[32:], uint64(c.Done))
+	binary.BigEndian.PutUint32(b[40:], crc32.ChecksumIEEE(b[:40]))
 	return append(dst, b[:]...)
 }
 
@@ -131,6 +133,7 @@ func DecodeCheckpoint(b []byte) (Checkpoint, error) {
 	synced := int64(d.u64())
 	written := int64(d.u64())
 	cur := int64(d.u64())
+	done := int64(d.u64())
 	sum := d.u32()
 	d.bytes(4)
 	if d.err != nil {
@@ -139,13 +142,13 @@ func DecodeCheckpoint(b []byte) (Checkpoint, error) {
 	if string(magic) != string(checkpointMagic[:]) || ver != 1 {
 		return Checkpoint{}, fmt.Errorf("%w: checkpoint magic or version", ErrCorrupt)
 	}
-	if crc32.ChecksumIEEE(b[:32]) != sum {
+	if crc32.ChecksumIEEE(b[:40]) != sum {
 		return Checkpoint{}, fmt.Errorf("%w: checkpoint CRC mismatch", ErrCorrupt)
 	}
-	if synced < 0 || written < synced || cur < 0 {
-		return Checkpoint{}, fmt.Errorf("%w: checkpoint offsets out of order", ErrCorrupt)
+	if synced < 0 || written < synced || cur < 0 || done < -1 {
+		return Checkpoint{}, fmt.Errorf("%w: checkpoint fields out of range", ErrCorrupt)
 	}
-	return Checkpoint{SyncedOffset: synced, WrittenOffset: written, Cursor: cur}, nil
+	return Checkpoint{SyncedOffset: synced, WrittenOffset: written, Cursor: cur, Done: done}, nil
 }
 
 // decoder reads big-endian fields with a sticky error: after the first short read every

@@ -27,7 +27,7 @@ func TestEntryRoundTrip(t *testing.T) {
 }
 
 func TestCheckpointRoundTrip(t *testing.T) {
-	c := Checkpoint{SyncedOffset: 40, WrittenOffset: 42, Cursor: 1764595201000}
+	c := Checkpoint{SyncedOffset: 40, WrittenOffset: 42, Cursor: 1764595201000, Done: 41}
 	b := AppendCheckpoint(nil, c)
 	require.Len(t, b, CheckpointSize)
 	got, err := DecodeCheckpoint(b)
@@ -37,14 +37,14 @@ func TestCheckpointRoundTrip(t *testing.T) {
 		d := append([]byte(nil), b...)
 		d[i] ^= 0x10
 		_, err := DecodeCheckpoint(d)
-		if i >= 36 { // the padding after the CRC is not read
+		if i >= 44 { // the padding after the CRC is not read
 			continue
 		}
 		require.ErrorIs(t, err, ErrCorrupt, "byte %d", i)
 	}
 	_, err = DecodeCheckpoint(AppendCheckpoint(nil, Checkpoint{SyncedOffset: 5, WrittenOffset: 4}))
 	require.ErrorIs(t, err, ErrCorrupt, "written before synced")
-	_, err = DecodeCheckpoint(b[:39])
+	_, err = DecodeCheckpoint(b[:47])
 	require.ErrorIs(t, err, ErrCorrupt)
 }
 
@@ -63,7 +63,7 @@ func FuzzEntry(f *testing.F) {
 }
 
 func FuzzCheckpoint(f *testing.F) {
-	f.Add(AppendCheckpoint(nil, Checkpoint{SyncedOffset: 5, WrittenOffset: 6, Cursor: 9000}))
+	f.Add(AppendCheckpoint(nil, Checkpoint{SyncedOffset: 5, WrittenOffset: 6, Cursor: 9000, Done: -1}))
 	f.Add([]byte("RQTM"))
 	f.Fuzz(func(t *testing.T, b []byte) {
 		c, err := DecodeCheckpoint(b)

@@ -3,6 +3,7 @@ package timer
 import (
 	"fmt"
 	"strconv"
+	"strings"
 
 	"github.com/rmqha/rmqha/libs/commitlog"
 )
@@ -20,6 +21,7 @@ const (
 	PropertyDequeueMs  = "TIMER_DEQUEUE_MS"  // on the delivered copy: when it was delivered
 	PropertyRollTimes  = "TIMER_ROLL_TIMES"  // RocketMQ's re-enqueue count past its wheel; never set here
 	PropertyDelUniqKey = "TIMER_DEL_UNIQKEY" // RocketMQ's timer cancellation (not served)
+	PropertySource     = "TIMER_SOURCE"      // on the delivered copy: "<slot>:<queue offset>" of its index entry (this broker's)
 	PropertyRealTopic  = "REAL_TOPIC"
 	PropertyRealQID    = "REAL_QID"
 	propertyDelay      = "DELAY"
@@ -142,6 +144,12 @@ func OutMs(props map[string]string) (int64, bool) {
 // TIMER_ENQUEUE_MS set to the record's store time and TIMER_DEQUEUE_MS to nowMs; WAIT is
 // dropped (a delivery waits for neither flush nor replication). Body aliases rec.Body.
 func Restore(rec *commitlog.Record, nowMs int64) (*commitlog.Message, error) {
+	return restore(rec, nowMs, "")
+}
+
+// restore is Restore; a non-empty src is set as TIMER_SOURCE: the copies in the log then tell
+// a replica exactly how far delivery got (DeliveredSource).
+func restore(rec *commitlog.Record, nowMs int64, src string) (*commitlog.Message, error) {
 	if rec.Topic != Topic {
 		return nil, fmt.Errorf("%w: topic %q", ErrNotTimer, rec.Topic)
 	}
@@ -165,6 +173,9 @@ func Restore(rec *commitlog.Record, nowMs int64) (*commitlog.Message, error) {
 	delete(props, propertyWait)
 	props[PropertyEnqueueMs] = strconv.FormatInt(rec.StoreTimestamp, 10)
 	props[PropertyDequeueMs] = strconv.FormatInt(nowMs, 10)
+	if src != "" {
+		props[PropertySource] = src
+	}
 	return &commitlog.Message{
 		Topic:          topic,
 		QueueID:        int32(qid),
@@ -178,14 +189,28 @@ func Restore(rec *commitlog.Record, nowMs int64) (*commitlog.Message, error) {
 	}, nil
 }
 
-// DeliveredSlot is the slot a delivered copy (a record outside the timer topic with
-// TIMER_OUT_MS and TIMER_DEQUEUE_MS) was fired from, for a replica's progress.
-func DeliveredSlot(topic string, props map[string]string) (int64, bool) {
+// DeliveredSource is the index entry (slot, queue offset) a delivered copy (a record outside
+// the timer topic with TIMER_SOURCE and TIMER_DEQUEUE_MS) was fired from, for a replica's
+// progress.
+func DeliveredSource(topic string, props map[string]string) (slot, qoff int64, ok bool) {
 	if topic == Topic {
-		return 0, false
+		return 0, 0, false
 	}
 	if _, ok := props[PropertyDequeueMs]; !ok {
-		return 0, false
+		return 0, 0, false
 	}
-	return OutMs(props)
+	a, b, ok := strings.Cut(props[PropertySource], ":")
+	if !ok {
+		return 0, 0, false
+	}
+	slot, err1 := strconv.ParseInt(a, 10, 64)
+	qoff, err2 := strconv.ParseInt(b, 10, 64)
+	if err1 != nil || err2 != nil || slot < 0 || qoff < 0 {
+		return 0, 0, false
+	}
+	return slot, qoff, true
+}
+
+func sourceOf(e Entry) string {
+	return strconv.FormatInt(e.Slot, 10) + ":" + strconv.FormatInt(e.QueueOffset, 10)
 }

@@ -71,9 +71,13 @@ func TestRestore(t *testing.T) {
 	require.Equal(t, int32(2), m.QueueID)
 	p := commitlog.ParseProperties(m.Properties)
 	require.Equal(t, map[string]string{PropertyDelaySec: "3", "KEYS": "k", PropertyOutMs: "5000", PropertyEnqueueMs: "1234", PropertyDequeueMs: "6100"}, p)
-	slot, ok := DeliveredSlot(m.Topic, p)
+	_, _, ok := DeliveredSource(m.Topic, p)
+	require.False(t, ok, "a copy without TIMER_SOURCE tells nothing")
+	m, err = restore(rec, 6100, sourceOf(Entry{Slot: 6000, QueueOffset: 9}))
+	require.NoError(t, err)
+	slot, qoff, ok := DeliveredSource(m.Topic, commitlog.ParseProperties(m.Properties))
 	require.True(t, ok)
-	require.Equal(t, int64(5000), slot)
+	require.Equal(t, []int64{6000, 9}, []int64{slot, qoff})
 
 	for _, bad := range []map[string]string{{PropertyOutMs: "1", PropertyRealQID: "0"}, {PropertyOutMs: "1", PropertyRealTopic: Topic, PropertyRealQID: "0"}, {PropertyRealTopic: "T", PropertyRealQID: "0"}, {PropertyOutMs: "1", PropertyRealTopic: "T", PropertyRealQID: "-1"}} {
 		rec.Properties = string(commitlog.AppendProperties(nil, bad))

@@ -66,7 +66,8 @@ type Service struct {
 	loadedDelivered     int64           // deliveries from the loaded bucket since it was loaded
 	loadedBucket        int64           // the bucket loadedDropped and loadedDelivered are about, -1 for none
 	delivering          atomic.Bool
-	observed            atomic.Int64
+	obsMu               sync.Mutex
+	obsSlot, obsQoff    int64 // the latest delivered entry seen in the log (Observe)
 	wake                chan struct{}
 
 	mu      sync.Mutex
@@ -104,7 +105,8 @@ func New(cfg Config, store Store, put Putter) (*Service, error) {
 	s.enqueue, s.synced, s.replayUntil = cp.SyncedOffset, cp.SyncedOffset, cp.WrittenOffset
 	s.lastIndexSync = cfg.Now()
 	s.loadedBucket = -1
-	s.core = NewCore(cfg.PrecisionMs, cfg.BucketSpan.Milliseconds(), cp.Cursor)
+	s.core = NewCore(cfg.PrecisionMs, cfg.BucketSpan.Milliseconds(), cp.Cursor, cp.Done)
+	s.obsQoff = -1
 	s.enqueueA.Store(s.enqueue)
 	s.writtenA.Store(s.written())
 	s.cursorA.Store(s.core.Cursor())
@@ -119,16 +121,15 @@ func (s *Service) Rules() Rules { return s.cfg.Rules() }
 // copy tells how far delivery got. A slot later than now is ignored (no delivery fires
 // early, so such a copy was not written by one).
 func (s *Service) Observe(topic string, props map[string]string) {
-	slot, ok := DeliveredSlot(topic, props)
+	slot, qoff, ok := DeliveredSource(topic, props)
 	if !ok || slot > s.cfg.Now().UnixMilli() {
 		return
 	}
-	for {
-		cur := s.observed.Load()
-		if slot <= cur || s.observed.CompareAndSwap(cur, slot) {
-			return
-		}
+	s.obsMu.Lock()
+	if slot > s.obsSlot || (slot == s.obsSlot && qoff > s.obsQoff) {
+		s.obsSlot, s.obsQoff = slot, qoff
 	}
+	s.obsMu.Unlock()
 }
 
 // OnDispatch has the signature of commitlog.Store.OnDispatch's callback: a new timer record
@@ -252,7 +253,10 @@ func (s *Service) run(stop <-chan struct{}) {
 		if !on || !was {
 			// A replica follows the copies it replicates; a master trusts its own progress
 			// once delivering (a client could forge a copy's properties).
-			s.core.Observe(s.observed.Load())
+			s.obsMu.Lock()
+			slot, qoff := s.obsSlot, s.obsQoff
+			s.obsMu.Unlock()
+			s.core.Observe(slot, qoff)
 		}
 		busy := s.enqueueRound()
 		if was && !on {
@@ -315,7 +319,7 @@ func (s *Service) persist(final bool) error {
 		s.startIndexSync(now)
 	}
 	cur := s.core.Cursor()
-	if err := s.idx.writeCheckpoint(Checkpoint{SyncedOffset: s.synced, WrittenOffset: s.written(), Cursor: cur}); err != nil {
+	if err := s.idx.writeCheckpoint(Checkpoint{SyncedOffset: s.synced, WrittenOffset: s.written(), Cursor: cur, Done: s.core.Done()}); err != nil {
 		return err
 	}
 	bs, _, err := s.idx.buckets()
@@ -562,7 +566,7 @@ func (s *Service) fire(e Entry, stop <-chan struct{}) bool {
 			}
 			if err == nil {
 				out, _ = OutMs(commitlog.ParseProperties(rec.Properties))
-				msg, err = Restore(rec, s.cfg.Now().UnixMilli())
+				msg, err = restore(rec, s.cfg.Now().UnixMilli(), sourceOf(e))
 			}
 			if err != nil {
 				log.WithError(err).Error("timer record cannot be delivered; skipped")

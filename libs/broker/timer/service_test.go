@@ -195,13 +195,14 @@ func TestServiceFollowsObservedCopies(t *testing.T) {
 	require.Equal(t, commitlog.Found, res.Status)
 	rec, _, err := commitlog.DecodeRecord(res.Records[0])
 	require.NoError(t, err)
-	cp, err := Restore(rec, time.Now().UnixMilli())
+	out, _ := OutMs(commitlog.ParseProperties(rec.Properties))
+	cp, err := restore(rec, time.Now().UnixMilli(), sourceOf(Entry{Slot: out, QueueOffset: 0}))
 	require.NoError(t, err)
-	// The master delivered it and a later slot: the replica sees the copies.
+	// The master delivered it: the replica sees the copy, and a forged one from the future
+	// changes nothing.
 	s.Observe(cp.Topic, commitlog.ParseProperties(cp.Properties))
-	slot, _ := OutMs(commitlog.ParseProperties(cp.Properties))
-	s.Observe("T", map[string]string{PropertyOutMs: strconv.FormatInt(slot+100, 10), PropertyDequeueMs: "1"})
-	require.Eventually(t, func() bool { return s.Stats().Cursor == slot+100 }, 5*time.Second, 10*time.Millisecond)
+	s.Observe("T", map[string]string{PropertySource: "99999999999999:5", PropertyDequeueMs: "1"})
+	require.Eventually(t, func() bool { return s.Stats().Cursor == out }, 5*time.Second, 10*time.Millisecond)
 	s.StartDelivery() // promoted
 	e.send("new", 100*time.Millisecond)
 	require.Eventually(t, func() bool { d, _ := e.rec.counts(); return d == 1 }, 10*time.Second, 10*time.Millisecond)
