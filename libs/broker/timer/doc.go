@@ -30,24 +30,26 @@
 // are in index files fsynced before the checkpoint was written: a background goroutine
 // fsyncs the buckets written every IndexSyncInterval, 10 s), the written offset (entries
 // below it were written, perhaps not yet fsynced) and the cursor (every slot before it is
-// delivered). It is written every FlushInterval (timerFlushIntervalMs) and on Stop. After a
+// delivered, and in its own slot every entry up to a queue offset: delivery within a slot
+// goes in queue offset order). It is written every FlushInterval (timerFlushIntervalMs) and on Stop. After a
 // kill -9 the records from the synced offset are read again: one below the written offset
 // whose own bucket holds it, or was delivered and removed, is passed over; one missing from
-// its bucket (an index write lost with the machine) is indexed again. Delivery resumes at
-// the cursor's slot, so the timers delivered since the last checkpoint (about one
-// FlushInterval of deliveries, plus the rest of the cursor's slot) are delivered again; the
-// delivered copies the dispatcher replays at start move the cursor further (Observe), which
-// usually leaves none. Nothing is lost: the cursor never passes a timer before its Put
+// its bucket (an index write lost with the machine) is indexed again. Delivery resumes after
+// the cursor, so the timers delivered since the last checkpoint (at most one FlushInterval
+// of deliveries) are delivered again; the delivered copies the dispatcher replays at start
+// move the cursor further (Observe), which usually leaves none. Nothing is lost: the cursor never passes a timer before its Put
 // returned. A missing or damaged checkpoint re-indexes the whole timer queue from the
 // CommitLog and re-delivers what it still holds (at least once).
 //
 // Every role runs the loop: a replica indexes the timer records it replicates, and follows
 // the master's progress through the delivered copies it dispatches (Observe, fed by the
-// store's TagsCode hook: a copy carries TIMER_OUT_MS and TIMER_DEQUEUE_MS), and writes its
-// own checkpoint. Only a writable master delivers (StartDelivery on promotion, StopDelivery
-// on demotion); a promoted replica resumes at the slot of the last copy it replicated, so it
-// re-delivers at most the rest of that slot and what the old master delivered but had not
-// replicated yet. This is the same mechanism the delay levels use (DELAY_SOURCE).
+// store's TagsCode hook: a copy carries TIMER_SOURCE, "<slot>:<queue offset>" of its index
+// entry, and TIMER_DEQUEUE_MS), and writes its own checkpoint. Only a writable master
+// delivers (StartDelivery on promotion, StopDelivery on demotion); a promoted replica
+// resumes right after the last copy it replicated, so it re-delivers only what the old
+// master delivered but had not replicated yet. This is the mechanism the delay levels use
+// (DELAY_SOURCE). A copy claiming a slot later than now is ignored; a master, once
+// delivering, trusts its own progress only (a client can set any property).
 //
 // Under ASYNC_FLUSH a delivered copy reaches the disk within the store's flush interval while
 // the checkpoint is fsynced at once: a power cut can lose deliveries of the last flush
