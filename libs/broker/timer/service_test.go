@@ -132,7 +132,10 @@ func TestServiceDeliversOnTimeOnce(t *testing.T) {
 	s2 := e.service()
 	s2.Start()
 	s2.StartDelivery()
-	time.Sleep(300 * time.Millisecond) // nothing to wait for: checks that nothing happens
+	// The restarted service has read the whole timer queue and moved its cursor past every
+	// slot: had it anything to deliver again, it would have by then.
+	last := time.Now().UnixMilli()
+	require.Eventually(t, func() bool { st := s2.Stats(); return st.Enqueue == n && st.Cursor > last }, 10*time.Second, 10*time.Millisecond)
 	require.NoError(t, s2.Stop())
 	_, total = e.rec.counts()
 	require.Equal(t, n, total)
@@ -190,12 +193,13 @@ func TestServiceFollowsObservedCopies(t *testing.T) {
 	s.Start()
 	e.send("old", 100*time.Millisecond)
 	require.Eventually(t, func() bool { return s.Stats().Enqueue == 1 }, 10*time.Second, 10*time.Millisecond)
-	time.Sleep(300 * time.Millisecond) // let the timer's slot pass before observing its copy
 	res := e.store.GetMessages(Topic, 0, 0, 1, 0, nil)
 	require.Equal(t, commitlog.Found, res.Status)
 	rec, _, err := commitlog.DecodeRecord(res.Records[0])
 	require.NoError(t, err)
 	out, _ := OutMs(commitlog.ParseProperties(rec.Properties))
+	// A copy is only believed once its slot has passed (deliveries never fire early).
+	require.Eventually(t, func() bool { return time.Now().UnixMilli() > out+100 }, 5*time.Second, 10*time.Millisecond)
 	cp, err := restore(rec, time.Now().UnixMilli(), sourceOf(Entry{Slot: out, QueueOffset: 0}))
 	require.NoError(t, err)
 	// The master delivered it: the replica sees the copy, and a forged one from the future
