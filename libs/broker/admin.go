@@ -173,6 +173,7 @@ func (b *Broker) handleRuntimeInfo(w remoting.ResponseWriter, req *remoting.Comm
 	b.sqlRuntimeInfo(t)
 	b.replyRuntimeInfo(t)
 	b.txnRuntimeInfo(t)
+	b.timerRuntimeInfo(t, st.Timer)
 	if st.HAMaster != nil {
 		t["haInSyncCount"] = strconv.Itoa(st.HAMaster.InSyncCount)
 		t["haEpoch"] = strconv.FormatInt(st.HAMaster.Epoch, 10)

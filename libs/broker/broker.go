@@ -15,6 +15,7 @@ import (
 	"github.com/rmqha/rmqha/libs/acl"
 	"github.com/rmqha/rmqha/libs/broker/meta"
 	"github.com/rmqha/rmqha/libs/broker/schedule"
+	"github.com/rmqha/rmqha/libs/broker/timer"
 	"github.com/rmqha/rmqha/libs/commitlog"
 	"github.com/rmqha/rmqha/libs/remoting"
 	"github.com/rmqha/rmqha/libs/tlsconf"
@@ -42,10 +43,15 @@ type Broker struct {
 	// delivered is the delay-delivery progress seen in the log (a promoted slave resumes
 	// after the deliveries it replicated).
 	delivered *schedule.Delivered
-	locks     *queueLocks
-	httpSrv   *httpServer
-	metrics   *brokerMetrics
-	role      roleState // in-process role switching (role.go)
+	// timers serves timer messages (rmq_sys_wheel_timer) on every role; timerRules are its
+	// send-side settings.
+	timers     *timer.Service
+	timerRules timer.Rules
+	timerObs   atomic.Pointer[timer.Service] // b.timers for the dispatcher's hook
+	locks      *queueLocks
+	httpSrv    *httpServer
+	metrics    *brokerMetrics
+	role       roleState // in-process role switching (role.go)
 	// autoc bounds the groups and retry topics client requests create (autocreate.go).
 	autoc *autoCreator
 	// rv is the role-dependent state (role, brokerId, HA master or slave, delay delivery),
@@ -277,7 +283,15 @@ func (b *Broker) start() error {
 		return err
 	}
 	b.delivered = schedule.NewDelivered(b.levels)
-	scfg.TagsCode = schedule.TagsCodeObserving(b.levels, b.delivered)
+	delayTags := schedule.TagsCodeObserving(b.levels, b.delivered)
+	// Delivered timer copies tell a replica how far its master got (b.timers is set right
+	// after the store opens, before anything is served).
+	scfg.TagsCode = func(topic string, props map[string]string, storeTimestamp int64) int64 {
+		if t := b.timerObs.Load(); t != nil {
+			t.Observe(topic, props)
+		}
+		return delayTags(topic, props, storeTimestamp)
+	}
 	if cfg.StoreFS != nil {
 		scfg.FS = cfg.StoreFS
 	}
@@ -286,6 +300,13 @@ func (b *Broker) start() error {
 	if err != nil {
 		return fmt.Errorf("broker: open store in %s: %w", cfg.StorePathRootDir, err)
 	}
+	if b.timers, err = b.newTimerService(scfg.FS); err != nil {
+		return fmt.Errorf("broker: %w", err)
+	}
+	b.timerRules = b.timers.Rules()
+	b.timerObs.Store(b.timers)
+	b.store.OnDispatch(b.timers.OnDispatch)
+	b.timers.Start()
 	if rep := b.store.Recovery(); len(rep.CQRepairs) > 0 {
 		b.log.WithFields(logrus.Fields{"queues": len(rep.CQRepairs), "restored": rep.CQRestored, "check": rep.CQCheck}).
 			Warn("consume queues were incomplete at start and were rebuilt from the CommitLog (see the store's lines above and /status storeCheck)")
@@ -352,6 +373,7 @@ func (b *Broker) start() error {
 		if err := d.Start(); err != nil {
 			return fmt.Errorf("broker: delay service start: %w", err)
 		}
+		b.timers.StartDelivery()
 	}
 	// The role view is published complete, before anything serves.
 	b.rv.Store(v)
@@ -550,6 +572,9 @@ func (b *Broker) teardown(ctx context.Context) error {
 	if b.tables != nil {
 		// Pending metadata batches, then the offsets.
 		errs = append(errs, b.tables.Close())
+	}
+	if b.timers != nil {
+		errs = append(errs, b.timers.Stop())
 	}
 	if b.store != nil {
 		errs = append(errs, b.store.Close())

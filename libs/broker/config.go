@@ -151,6 +151,18 @@ type Config struct {
 	// MaxIndexNum is the number of entries per index file. Default 2000000, a tenth of
 	// RocketMQ's 20000000: a full file is 42 MB, not 420 MB.
 	MaxIndexNum int `prop:"maxIndexNum"`
+	// TimerWheelEnable serves RocketMQ 5 timer messages (TIMER_DELIVER_MS, TIMER_DELAY_SEC,
+	// TIMER_DELAY_MS); off, such a send is refused with SYSTEM_ERROR. Default true.
+	TimerWheelEnable bool `prop:"timerWheelEnable"`
+	// TimerMaxDelaySec is the furthest ahead a timer may be, in seconds; further is refused
+	// with MESSAGE_ILLEGAL. Default 259200 (3 days).
+	TimerMaxDelaySec int `prop:"timerMaxDelaySec"`
+	// TimerPrecisionMs is the timer slot in ms: a timer fires at the end of its slot, never
+	// before the time asked. Default 1000.
+	TimerPrecisionMs int `prop:"timerPrecisionMs"`
+	// TimerFlushIntervalMs is how often the timer index is fsynced and its checkpoint written,
+	// in ms; a kill -9 re-delivers the timers delivered since. Default 1000.
+	TimerFlushIntervalMs int `prop:"timerFlushIntervalMs"`
 	// HTTPPort serves /health, /status and /metrics; 0 disables it. Default 0.
 	HTTPPort int `prop:"httpPort"`
 	// MetricsEnable turns on the per-request instrumentation (send and pull counts and
@@ -347,6 +359,10 @@ func DefaultConfig() Config {
 		TransactionTimeOut:            6 * time.Second,
 		TransactionCheckInterval:      60 * time.Second,
 		TransactionCheckMax:           15,
+		TimerWheelEnable:              true,
+		TimerMaxDelaySec:              3 * 24 * 3600,
+		TimerPrecisionMs:              1000,
+		TimerFlushIntervalMs:          1000,
 		MetasyncFallbackInterval:      30 * time.Second,
 		MetricsEnable:                 true,
 		MessageIndexEnable:            true,
@@ -523,6 +539,15 @@ func (c Config) Validate() error {
 	}
 	if _, err := schedule.ParseLevels(c.MessageDelayLevel); err != nil {
 		return bad("messageDelayLevel", "%v", err)
+	}
+	if c.TimerMaxDelaySec < 1 {
+		return bad("timerMaxDelaySec", "%d < 1", c.TimerMaxDelaySec)
+	}
+	if c.TimerPrecisionMs < 100 || c.TimerPrecisionMs > 60000 || 60000%c.TimerPrecisionMs != 0 {
+		return bad("timerPrecisionMs", "%d not in [100, 60000] or not dividing 60000", c.TimerPrecisionMs)
+	}
+	if c.TimerFlushIntervalMs < 1 {
+		return bad("timerFlushIntervalMs", "%d < 1", c.TimerFlushIntervalMs)
 	}
 	if c.HTTPPort < 0 || c.HTTPPort > 65535 {
 		return bad("httpPort", "%d out of range", c.HTTPPort)

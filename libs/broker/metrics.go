@@ -8,6 +8,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/rmqha/rmqha/libs/broker/route"
+	"github.com/rmqha/rmqha/libs/broker/timer"
 	"github.com/rmqha/rmqha/libs/commitlog/vfs"
 	"github.com/rmqha/rmqha/libs/hawire"
 	"github.com/rmqha/rmqha/libs/obs"
@@ -420,6 +421,10 @@ var (
 	descLocks        = desc("queue_locks", "Queue locks held for orderly consumers (LOCK_BATCH_MQ), expired ones included until swept.")
 	descLockRefused  = desc("queue_lock_refused_total", "LOCK_BATCH_MQ requests answered SYSTEM_BUSY, by bound (group_limit: lockMaxQueuesPerGroup, table_limit: lockMaxQueues).", "reason")
 	descDelayRefused = desc("delay_refused_total", "Scheduled records delivered nowhere: REAL_TOPIC missing or the schedule topic itself.")
+	descTimerPending = desc("timer_pending", "Timer messages (rmq_sys_wheel_timer) not yet delivered: indexed ones plus the queue not yet indexed.")
+	descTimerDeliv   = desc("timer_delivered_total", "Timer messages delivered into their real topics since start.")
+	descTimerSkipped = desc("timer_skipped_total", "Timer index entries or records that could not be delivered (logged).")
+	descTimerLate    = desc("timer_lateness_seconds", "How long after its due time (the end of its slot) each timer message was delivered.")
 
 	descEpoch        = desc("ha_epoch", "Master: current epoch; slave: last epoch of its log.")
 	descConfirmed    = desc("ha_confirmed_offset", "Offset acknowledged by enough copies (master), or the master's confirmed offset as last told (slave).")
@@ -450,6 +455,7 @@ var allDescs = []*prometheus.Desc{
 	descPullReq, descHeld, descMetaVer, descMetaLen, descClients, descEpoch, descConfirmed,
 	descAutoCreated, descAutoRefused, descHBRefused, descMetaWrites, descMetaPending, descCQRepairs, descCQRestored, descDelayRefused, descSysTopicSend,
 	descLocks, descLockRefused,
+	descTimerPending, descTimerDeliv, descTimerSkipped, descTimerLate,
 	descInSync, descInSyncSlaves, descNeeded, descSlavesConn, descWaiters, descSlaveLag,
 	descSlaveLagSec, descSlaveInSync, descSlaveAck, descSlaveAckAge, descHACounter,
 	descReplConnected, descReplFailed, descReplLag, descReplLagSec, descMasterMax, descReconnects, descHARefused,
@@ -559,6 +565,20 @@ func (c *stateCollector) Collect(ch chan<- prometheus.Metric) {
 			refused += ls.Refused
 		}
 		counter(descDelayRefused, float64(refused))
+	}
+	if b.timers != nil {
+		ts := b.timers.Stats()
+		gauge(descTimerPending, float64(ts.Pending))
+		counter(descTimerDeliv, float64(ts.Delivered))
+		counter(descTimerSkipped, float64(ts.Skipped))
+		buckets := make(map[float64]uint64, len(timer.LatenessBounds))
+		var cum uint64
+		for i, ub := range timer.LatenessBounds {
+			cum += uint64(ts.Lateness[i])
+			buckets[float64(ub)/1000] = cum
+		}
+		cum += uint64(ts.Lateness[len(timer.LatenessBounds)])
+		ch <- prometheus.MustNewConstHistogram(descTimerLate, cum, float64(ts.LatenessSumMs)/1000, buckets)
 	}
 	if v.master != nil {
 		ms := v.master.Status()

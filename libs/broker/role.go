@@ -13,6 +13,7 @@ import (
 	"github.com/rmqha/rmqha/libs/broker/meta"
 	"github.com/rmqha/rmqha/libs/broker/route"
 	"github.com/rmqha/rmqha/libs/broker/schedule"
+	"github.com/rmqha/rmqha/libs/broker/timer"
 	"github.com/rmqha/rmqha/libs/hawire"
 	"github.com/rmqha/rmqha/libs/remoting"
 	"github.com/sirupsen/logrus"
@@ -215,6 +216,7 @@ func (b *Broker) Promote(ctx context.Context, epoch int64) (int64, error) {
 	if err := d.Start(); err != nil {
 		log.WithError(err).Error("delay delivery not started")
 	}
+	b.timers.StartDelivery()
 	// 6. Name servers: the slave entry goes, the master entry comes.
 	b.unregisterID(ctx, cur.id)
 	b.registerAll()
@@ -231,7 +233,7 @@ func (b *Broker) Promote(ctx context.Context, epoch int64) (int64, error) {
 // Retry and dead-letter topics get their usual configuration.
 func (b *Broker) recoverTopicsFromLog(log logrus.FieldLogger) {
 	for topic, qids := range b.store.Queues() {
-		if len(qids) == 0 || topic == schedule.Topic {
+		if len(qids) == 0 || topic == schedule.Topic || topic == timer.Topic {
 			continue
 		}
 		if _, ok := b.tables.Topics.Get(topic); ok {
@@ -290,6 +292,7 @@ func (b *Broker) Demote(ctx context.Context) error {
 		if cur.delay != nil {
 			_ = cur.delay.Stop()
 		}
+		b.timers.StopDelivery()
 		if cur.master != nil {
 			cur.master.Demote()
 			_ = cur.master.Close()

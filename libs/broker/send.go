@@ -14,6 +14,7 @@ import (
 	"github.com/rmqha/rmqha/libs/broker/meta"
 	"github.com/rmqha/rmqha/libs/broker/route"
 	"github.com/rmqha/rmqha/libs/broker/schedule"
+	"github.com/rmqha/rmqha/libs/broker/timer"
 	"github.com/rmqha/rmqha/libs/broker/txn"
 	"github.com/rmqha/rmqha/libs/commitlog"
 	"github.com/rmqha/rmqha/libs/hawire"
@@ -391,6 +392,11 @@ func (b *Broker) handleSend(w remoting.ResponseWriter, req *remoting.Command) {
 	if txn.IsHalfSend(pm, h.sysFlag) && !b.prepareHalf(w, req, msg, pm, h.producerGroup) {
 		return
 	}
+	// A timer message waits in rmq_sys_wheel_timer (timer.go); a DELAY level wins over it.
+	// Halves are left to their commit, as in RocketMQ.
+	if !b.timerSend(w, req, msg, h.sysFlag) {
+		return
+	}
 	// A delayed message waits in SCHEDULE_TOPIC_XXXX until the delay service moves it to its
 	// topic (not for dead letters, nor for transactional half or rollback messages).
 	if level := schedule.DelayLevel(pm); level > 0 && !strings.HasPrefix(topic, meta.DLQGroupTopicPrefix) && msg.Topic != txn.HalfTopic {
@@ -462,6 +468,10 @@ func (b *Broker) sendBatch(v *roleView, w remoting.ResponseWriter, req *remoting
 		props, pm, mwait := b.fixProperties(m.properties)
 		if pm[propDelay] != "" && pm[propDelay] != "0" {
 			b.reply(w, req, remoting.MessageIllegal, "batch messages cannot be delayed")
+			return
+		}
+		if timer.IsTimer(pm) {
+			b.reply(w, req, remoting.MessageIllegal, "batch messages cannot be timer messages")
 			return
 		}
 		wait = wait && mwait

@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/tls"
 	"errors"
+	"github.com/rmqha/rmqha/libs/broker/timer"
 	"net"
 	"net/http"
 	"time"
@@ -46,6 +47,8 @@ type Status struct {
 	Failover     any  `json:"failover,omitempty"`
 	// StoreCheck is what the start-up consume-queue check found (commitlog.RecoveryReport).
 	StoreCheck *StoreCheck `json:"storeCheck,omitempty"`
+	// Timer is the timer-message service (pending, delivered, lateness histogram).
+	Timer *timer.Stats `json:"timer,omitempty"`
 }
 
 // StoreCheck reports the consume-queue coverage check of the last start.
@@ -78,6 +81,10 @@ func (b *Broker) Status() Status {
 		}
 		rep := b.store.Recovery()
 		st.StoreCheck = &StoreCheck{Check: rep.CQCheck, Repaired: rep.CQRepairs, Restored: rep.CQRestored}
+	}
+	if b.timers != nil {
+		ts := b.timers.Stats()
+		st.Timer = &ts
 	}
 	if b.tables != nil {
 		st.Topics, st.Groups = b.tables.Topics.Len(), b.tables.Groups.Len()

@@ -213,7 +213,15 @@ func (b *Broker) handleEndTransaction(w remoting.ResponseWriter, req *remoting.C
 			b.reply(w, req, remoting.SystemError, "half message unusable: "+err.Error())
 			return
 		}
-		if level := schedule.DelayLevel(commitlog.ParseProperties(m.Properties)); level > 0 {
+		mp := commitlog.ParseProperties(m.Properties)
+		// A committed message waits for its timer like a plain send (RocketMQ applies its
+		// schedule hook to COMMIT puts); the timer counts from the commit. A timer the rules
+		// refuse leaves the half unresolved for its check-backs, never delivered early.
+		if _, err := b.timerRules.Transform(m, mp, now); err != nil {
+			b.reply(w, req, remoting.MessageIllegal, "timer: "+err.Error())
+			return
+		}
+		if level := schedule.DelayLevel(mp); level > 0 {
 			// A committed message is delayed like a plain one (RocketMQ's CommitLog does).
 			if err := b.levels.ToSchedule(m, level); err != nil {
 				b.reply(w, req, remoting.MessageIllegal, "delay level: "+err.Error())

@@ -1,0 +1,144 @@
+package timer
+
+import (
+	"bufio"
+	"net/netip"
+	"os"
+	"runtime"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/rmqha/rmqha/libs/commitlog"
+)
+
+// vmRSS is the process's resident set size in bytes (Linux), 0 when unknown.
+func vmRSS() int64 {
+	f, err := os.Open("/proc/self/status")
+	if err != nil {
+		return 0
+	}
+	defer f.Close()
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		if v, ok := strings.CutPrefix(sc.Text(), "VmRSS:"); ok {
+			kb, _ := strconv.ParseInt(strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(v), "kB")), 10, 64)
+			return kb << 10
+		}
+	}
+	return 0
+}
+
+func heapInuse() int64 {
+	runtime.GC()
+	var m runtime.MemStats
+	runtime.ReadMemStats(&m)
+	return int64(m.HeapInuse)
+}
+
+// TestMemoryMillionPending indexes 1,000,000 pending timers spread over three days and reports
+// RSS and Go heap against the same process before the timers were enqueued (the store open,
+// the service started). Behind RMQHA_TIMER_RSS=1: it writes about 250 MB.
+func TestMemoryMillionPending(t *testing.T) {
+	env := os.Getenv("RMQHA_TIMER_RSS")
+	if env == "" {
+		t.Skip("set RMQHA_TIMER_RSS=1 to index a million timers and measure memory (or =N for N timers)")
+	}
+	n := 1_000_000
+	if v, err := strconv.Atoi(env); err == nil && v > 1 {
+		n = v
+	}
+	e := openTenv(t)
+	cfg := DefaultConfig() // production slots and buckets: 1 s, 60 s
+	cfg.Dir = e.dir + "/timer"
+	cfg.Logger = quiet()
+	s, err := New(cfg, e.store, e.rec)
+	require.NoError(t, err)
+	e.store.OnDispatch(s.OnDispatch)
+	s.Start()
+	s.StartDelivery()
+	defer s.Stop()
+	rss0, heap0 := vmRSS(), heapInuse()
+	now := time.Now().UnixMilli()
+	spread := int64(259_000_000) / int64(n) // over three days less a minute
+	batch := make([]*commitlog.Message, 0, 1000)
+	born := netip.MustParseAddrPort("127.0.0.1:5000")
+	for i := range n {
+		out := (now + 60_000 + int64(i)*spread) / 1000 * 1000 // +1 min .. +3 days
+		props := map[string]string{PropertyOutMs: strconv.FormatInt(out, 10), PropertyRealTopic: "T", PropertyRealQID: "0", "KEYS": strconv.Itoa(i)}
+		batch = append(batch, &commitlog.Message{Topic: Topic, Body: []byte("0123456789abcdef"), Properties: string(commitlog.AppendProperties(nil, props)), BornHost: born})
+		if len(batch) == cap(batch) {
+			_, err := e.store.AppendBatch(batch)
+			require.NoError(t, err)
+			batch = batch[:0]
+		}
+	}
+	appended := time.Now()
+	require.Eventually(t, func() bool { return s.Stats().Enqueue == int64(n) }, 10*time.Minute, 100*time.Millisecond)
+	t.Logf("appended in %v, indexed %v later", appended.Sub(time.UnixMilli(now)), time.Since(appended))
+	require.Eventually(t, func() bool { return s.Stats().Pending == int64(n) }, time.Minute, 100*time.Millisecond)
+	rss1, heap1 := vmRSS(), heapInuse()
+	st := s.Stats()
+	t.Logf("%d pending timers: RSS %d MiB -> %d MiB (+%d MiB), Go heap in use %d MiB -> %d MiB (+%d MiB), %d timers in memory",
+		n, rss0>>20, rss1>>20, (rss1-rss0)>>20, heap0>>20, heap1>>20, (heap1-heap0)>>20, st.InMemory)
+}
+
+// BenchmarkLateness delivers timers due over about two seconds and reports how late they
+// fired after their due time (p50, p99 in ms), beside the lateness of Go's own time.AfterFunc
+// for the same due times measured in the same run, and the ratio of the p99s.
+func BenchmarkLateness(b *testing.B) {
+	for range b.N {
+		e := openTenv(b)
+		s := e.service()
+		s.Start()
+		s.StartDelivery()
+		const n = 400
+		var mu sync.Mutex
+		var base []int64
+		var wg sync.WaitGroup
+		for i := range n {
+			d := time.Duration(200+(i*5)%2000) * time.Millisecond
+			e.send("k"+strconv.Itoa(i), d)
+			// The baseline: a Go timer for the end of the same slot.
+			now := time.Now()
+			due := time.UnixMilli((now.UnixMilli()+d.Milliseconds()-1)/100*100 + 100)
+			wg.Add(1)
+			time.AfterFunc(due.Sub(now), func() {
+				mu.Lock()
+				base = append(base, time.Since(due).Milliseconds())
+				mu.Unlock()
+				wg.Done()
+			})
+		}
+		deadline := time.Now().Add(30 * time.Second)
+		for time.Now().Before(deadline) {
+			if d, _ := e.rec.counts(); d == n {
+				break
+			}
+			time.Sleep(10 * time.Millisecond)
+		}
+		wg.Wait()
+		_ = s.Stop()
+		e.rec.mu.Lock()
+		late := append([]int64(nil), e.rec.late...)
+		e.rec.mu.Unlock()
+		if len(late) < n {
+			b.Fatalf("%d of %d delivered", len(late), n)
+		}
+		p := func(v []int64, q float64) float64 {
+			sort.Slice(v, func(i, j int) bool { return v[i] < v[j] })
+			return float64(v[min(len(v)-1, int(q*float64(len(v))))])
+		}
+		b.ReportMetric(p(late, 0.5), "p50_late_ms")
+		b.ReportMetric(p(late, 0.99), "p99_late_ms")
+		b.ReportMetric(p(base, 0.5), "afterfunc_p50_ms")
+		b.ReportMetric(p(base, 0.99), "afterfunc_p99_ms")
+		// +1 ms on both sides: both are often 0.
+		b.ReportMetric((p(late, 0.99)+1)/(p(base, 0.99)+1), "p99_ratio_vs_afterfunc")
+	}
+}

@@ -1,0 +1,218 @@
+package timer
+
+import (
+	"io"
+	"net/netip"
+	"os"
+	"path/filepath"
+	"strconv"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/sirupsen/logrus"
+	"github.com/stretchr/testify/require"
+
+	"github.com/rmqha/rmqha/libs/commitlog"
+)
+
+func quiet() logrus.FieldLogger {
+	l := logrus.New()
+	l.SetOutput(io.Discard)
+	return l
+}
+
+// recorder is the Putter: it appends like the broker and remembers when each key arrived.
+type recorder struct {
+	store *commitlog.Store
+	mu    sync.Mutex
+	got   map[string][]time.Time
+	early []string
+	late  []int64 // ms after the end of the slot (TIMER_OUT_MS + precision 100 ms)
+}
+
+func (r *recorder) Put(m *commitlog.Message) error {
+	p := commitlog.ParseProperties(m.Properties)
+	now := time.Now()
+	want, _ := strconv.ParseInt(p["WANT"], 10, 64)
+	r.mu.Lock()
+	if now.UnixMilli() < want {
+		r.early = append(r.early, p["KEYS"])
+	}
+	r.got[p["KEYS"]] = append(r.got[p["KEYS"]], now)
+	if out, ok := OutMs(p); ok {
+		r.late = append(r.late, now.UnixMilli()-out-100)
+	}
+	r.mu.Unlock()
+	_, err := r.store.Append(m)
+	return err
+}
+
+func (r *recorder) counts() (distinct, total int) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for _, v := range r.got {
+		total += len(v)
+	}
+	return len(r.got), total
+}
+
+type tenv struct {
+	t     testing.TB
+	dir   string
+	store *commitlog.Store
+	rec   *recorder
+}
+
+func openTenv(t testing.TB) *tenv {
+	dir := t.TempDir()
+	cfg := commitlog.DefaultConfig()
+	cfg.Dir = dir
+	cfg.SegmentSize = 1 << 20
+	cfg.CQUnitsPerFile = 1000
+	cfg.StoreHost = netip.MustParseAddrPort("127.0.0.1:10911")
+	cfg.Logger = quiet()
+	st, err := commitlog.Open(cfg)
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = st.Close() })
+	return &tenv{t: t, dir: dir, store: st, rec: &recorder{store: st, got: map[string][]time.Time{}}}
+}
+
+func (e *tenv) service() *Service {
+	cfg := DefaultConfig()
+	cfg.Dir = filepath.Join(e.dir, "timer")
+	cfg.PrecisionMs = 100
+	cfg.BucketSpan = time.Second
+	cfg.FlushInterval = 100 * time.Millisecond
+	cfg.Logger = quiet()
+	s, err := New(cfg, e.store, e.rec)
+	require.NoError(e.t, err)
+	e.store.OnDispatch(s.OnDispatch)
+	return s
+}
+
+// send stores a timer message the way the broker's send path does.
+func (e *tenv) send(key string, delay time.Duration) {
+	now := time.Now().UnixMilli()
+	props := map[string]string{PropertyDelayMs: strconv.FormatInt(delay.Milliseconds(), 10), "KEYS": key, "WANT": strconv.FormatInt(now+delay.Milliseconds(), 10)}
+	m := &commitlog.Message{Topic: "T", QueueID: 1, Body: []byte(key), Properties: string(commitlog.AppendProperties(nil, props)), BornHost: netip.MustParseAddrPort("127.0.0.1:5000")}
+	moved, err := Rules{Enabled: true, PrecisionMs: 100, MaxDelayMs: 3600_000}.Transform(m, commitlog.ParseProperties(m.Properties), now)
+	require.NoError(e.t, err)
+	require.True(e.t, moved)
+	_, err = e.store.Append(m)
+	require.NoError(e.t, err)
+}
+
+func TestServiceDeliversOnTimeOnce(t *testing.T) {
+	e := openTenv(t)
+	s := e.service()
+	s.Start()
+	s.StartDelivery()
+	const n = 300
+	for i := range n {
+		e.send("k"+strconv.Itoa(i), time.Duration(100+(i*37)%1400)*time.Millisecond)
+	}
+	require.Eventually(t, func() bool { d, _ := e.rec.counts(); return d == n }, 20*time.Second, 20*time.Millisecond)
+	require.NoError(t, s.Stop())
+	d, total := e.rec.counts()
+	require.Equal(t, n, d)
+	require.Equal(t, n, total, "each timer once")
+	require.Empty(t, e.rec.early, "never delivered before the time asked")
+	st := s.Stats()
+	require.Equal(t, int64(n), st.Delivered)
+	require.Zero(t, st.Pending)
+	var hist int64
+	for _, c := range st.Lateness {
+		hist += c
+	}
+	require.Equal(t, int64(n), hist)
+	t.Logf("lateness histogram (<=%v ms, more): %v, mean %d ms", LatenessBounds, st.Lateness, st.LatenessSumMs/n)
+
+	// Stop then start: nothing more is delivered.
+	s2 := e.service()
+	s2.Start()
+	s2.StartDelivery()
+	// The restarted service has read the whole timer queue and moved its cursor past every
+	// slot: had it anything to deliver again, it would have by then.
+	last := time.Now().UnixMilli()
+	require.Eventually(t, func() bool { st := s2.Stats(); return st.Enqueue == n && st.Cursor > last }, 10*time.Second, 10*time.Millisecond)
+	require.NoError(t, s2.Stop())
+	_, total = e.rec.counts()
+	require.Equal(t, n, total)
+}
+
+func TestServiceCrashLosesNothing(t *testing.T) {
+	e := openTenv(t)
+	s := e.service()
+	s.Start()
+	s.StartDelivery()
+	const n = 400
+	for i := range n {
+		e.send("k"+strconv.Itoa(i), time.Duration(200+(i*53)%2000)*time.Millisecond)
+	}
+	require.Eventually(t, func() bool { d, _ := e.rec.counts(); return d >= n/3 }, 20*time.Second, 5*time.Millisecond)
+	s.halt() // kill -9: neither the index sync nor the checkpoint of the stop
+	before, _ := e.rec.counts()
+
+	s2 := e.service()
+	s2.Start()
+	s2.StartDelivery()
+	require.Eventually(t, func() bool { d, _ := e.rec.counts(); return d == n }, 20*time.Second, 20*time.Millisecond)
+	require.NoError(t, s2.Stop())
+	d, total := e.rec.counts()
+	require.Equal(t, n, d, "nothing lost")
+	require.Empty(t, e.rec.early)
+	t.Logf("crash after %d deliveries: %d duplicates", before, total-d)
+	require.LessOrEqual(t, total-d, n/2, "duplicates bounded by the deliveries since the last checkpoint")
+}
+
+func TestServiceRebuildsFromTheLog(t *testing.T) {
+	e := openTenv(t)
+	s := e.service()
+	s.Start() // indexing only: not a master
+	const n = 50
+	for i := range n {
+		e.send("k"+strconv.Itoa(i), 300*time.Millisecond)
+	}
+	require.Eventually(t, func() bool { return s.Stats().Enqueue == n }, 10*time.Second, 10*time.Millisecond)
+	require.NoError(t, s.Stop())
+	d, _ := e.rec.counts()
+	require.Zero(t, d, "a replica never delivers")
+	require.NoError(t, os.RemoveAll(filepath.Join(e.dir, "timer")))
+
+	s2 := e.service()
+	s2.Start()
+	s2.StartDelivery()
+	require.Eventually(t, func() bool { d, _ := e.rec.counts(); return d == n }, 10*time.Second, 20*time.Millisecond)
+	require.NoError(t, s2.Stop())
+}
+
+func TestServiceFollowsObservedCopies(t *testing.T) {
+	e := openTenv(t)
+	s := e.service()
+	s.Start()
+	e.send("old", 100*time.Millisecond)
+	require.Eventually(t, func() bool { return s.Stats().Enqueue == 1 }, 10*time.Second, 10*time.Millisecond)
+	res := e.store.GetMessages(Topic, 0, 0, 1, 0, nil)
+	require.Equal(t, commitlog.Found, res.Status)
+	rec, _, err := commitlog.DecodeRecord(res.Records[0])
+	require.NoError(t, err)
+	out, _ := OutMs(commitlog.ParseProperties(rec.Properties))
+	// A copy is only believed once its slot has passed (deliveries never fire early).
+	require.Eventually(t, func() bool { return time.Now().UnixMilli() > out+100 }, 5*time.Second, 10*time.Millisecond)
+	cp, err := restore(rec, time.Now().UnixMilli(), sourceOf(Entry{Slot: out, QueueOffset: 0}))
+	require.NoError(t, err)
+	// The master delivered it: the replica sees the copy, and a forged one from the future
+	// changes nothing.
+	s.Observe(cp.Topic, commitlog.ParseProperties(cp.Properties))
+	s.Observe("T", map[string]string{PropertySource: "99999999999999:5", PropertyDequeueMs: "1"})
+	require.Eventually(t, func() bool { return s.Stats().Cursor == out }, 5*time.Second, 10*time.Millisecond)
+	s.StartDelivery() // promoted
+	e.send("new", 100*time.Millisecond)
+	require.Eventually(t, func() bool { d, _ := e.rec.counts(); return d == 1 }, 10*time.Second, 10*time.Millisecond)
+	require.NoError(t, s.Stop())
+	e.rec.mu.Lock()
+	defer e.rec.mu.Unlock()
+	require.Contains(t, e.rec.got, "new")
+	require.NotContains(t, e.rec.got, "old", "delivered by the old master already")
+}
