@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/rmqha/rmqha/libs/broker/timer"
 	"github.com/rmqha/rmqha/libs/broker/txn"
 	"github.com/rmqha/rmqha/libs/commitlog"
 	"github.com/rmqha/rmqha/libs/remoting"
@@ -231,4 +232,29 @@ func txnInfo(b *Broker) map[string]string {
 	m := map[string]string{}
 	b.txnRuntimeInfo(m)
 	return m
+}
+
+// TestTransactionCommitWaitsForTimer: a half carrying a timer is not timed at its send (it is a
+// half), and its commit waits for the timer from the commit instead of becoming visible at once.
+func TestTransactionCommitWaitsForTimer(t *testing.T) {
+	b := startBroker(t, testConfig(t))
+	c := newTestClient(t)
+	addr := b.Addr()
+	ext := sendExt("TxTimer", 1, props("TAGS", "tx", "UNIQ_KEY", "IDtimer", txn.PropTranMsg, "true",
+		txn.PropProducerGroup, "pg", timer.PropertyDelaySec, "3600"))
+	ext["sysFlag"] = strconv.Itoa(int(txn.TypePrepared))
+	h := invoke(t, c, addr, remoting.SendMessage, ext, []byte("later"))
+	require.Equal(t, remoting.Success, h.Code, h.Remark)
+	require.Equal(t, int64(0), b.store.QueueMaxOffset(timer.Topic, 0), "a half is not timed at its send")
+
+	r := invoke(t, c, addr, remoting.EndTransaction, endExt(t, h, txn.TypeCommit, false), nil)
+	require.Equal(t, remoting.Success, r.Code, r.Remark)
+	require.Empty(t, visible(t, b, "TxTimer"), "the committed message waits for its timer")
+	res := b.store.GetMessages(timer.Topic, 0, 0, 10, 1<<20, nil)
+	require.Len(t, res.Records, 1)
+	rec, _, err := commitlog.DecodeRecord(res.Records[0])
+	require.NoError(t, err)
+	p := commitlog.ParseProperties(rec.Properties)
+	require.Equal(t, "TxTimer", p[timer.PropertyRealTopic])
+	require.Equal(t, "later", string(rec.Body))
 }
