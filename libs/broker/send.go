@@ -174,6 +174,9 @@ func (b *Broker) fixProperties(props string) (string, map[string]string, bool) {
 		wait = !strings.EqualFold(v, "false")
 		delete(m, propWait)
 	}
+	// TIMER_SOURCE marks a copy this broker's timer service delivered; replicas follow the
+	// service's progress by it, so a client may not set it.
+	delete(m, timer.PropertySource)
 	m[propCluster] = b.cfg.BrokerClusterName
 	return string(commitlog.AppendProperties(nil, m)), m, wait
 }

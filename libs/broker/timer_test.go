@@ -57,6 +57,16 @@ func TestTimerSend(t *testing.T) {
 	require.Contains(t, resp.Remark, "max delay 259200000ms")
 	resp = invoke(t, c, b.Addr(), remoting.SendMessage, sendExt("TT", 0, props("TIMER_DELAY_SEC", "x")), []byte("bad"))
 	require.Equal(t, remoting.MessageIllegal, resp.Code)
+
+	// A client cannot pose as a delivered copy: TIMER_SOURCE is the timer service's own mark.
+	resp = invoke(t, c, b.Addr(), remoting.SendMessage, sendExt("TT", 2, props(timer.PropertySource, "99999999999:1", "TIMER_DEQUEUE_MS", "1")), []byte("posed"))
+	require.Equal(t, remoting.Success, resp.Code, resp.Remark)
+	_, phys = mustParseMsgID(t, resp.Ext("msgId"))
+	raw, err = b.store.ReadRecord(phys)
+	require.NoError(t, err)
+	posed, _, err := commitlog.DecodeRecord(raw)
+	require.NoError(t, err)
+	require.NotContains(t, commitlog.ParseProperties(posed.Properties), timer.PropertySource)
 }
 
 func TestTimerDisabled(t *testing.T) {
