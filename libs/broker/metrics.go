@@ -234,14 +234,14 @@ type sendWriter struct {
 	done    atomic.Bool
 }
 
+// Write counts before it writes: a client that has its answer finds it counted.
 func (w *sendWriter) Write(resp *remoting.Command) error {
-	err := w.ResponseWriter.Write(resp)
 	if w.done.CompareAndSwap(false, true) {
 		o := w.m.sendObs(resp.Code)
 		o.count.Inc()
 		o.latency.Observe(w.m.now().Sub(w.arrival).Seconds())
 	}
-	return err
+	return w.ResponseWriter.Write(resp)
 }
 
 // instrumentSend wraps a send's writer (when instrumentation is on).
@@ -262,8 +262,8 @@ type pullWriter struct {
 	done    atomic.Bool
 }
 
+// Write counts before it writes, as sendWriter does.
 func (w *pullWriter) Write(resp *remoting.Command) error {
-	err := w.ResponseWriter.Write(resp)
 	if w.done.CompareAndSwap(false, true) {
 		w.m.pullCounter(resp.Code).Inc()
 		i := 0
@@ -272,7 +272,7 @@ func (w *pullWriter) Write(resp *remoting.Command) error {
 		}
 		w.m.pullLatency[i].Observe(w.m.now().Sub(w.arrival).Seconds())
 	}
-	return err
+	return w.ResponseWriter.Write(resp)
 }
 
 // instrumentPull wraps a pull's writer (when instrumentation is on).

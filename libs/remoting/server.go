@@ -328,10 +328,11 @@ func (s *Server) acceptLoop(ln net.Listener) error {
 		}
 		backoff = 0
 		if limit := s.cfg.MaxConnections; limit > 0 && open.Load() >= int64(limit) {
+			// Counted and logged before the close, so a peer that sees the close finds both.
 			s.stats.refusedLimit.Add(1)
-			_ = nc.Close()
 			s.warnLimited("limit", logrus.Fields{"peer": nc.RemoteAddr().String(), "listener": ln.Addr().String(), "max": limit},
 				"remoting: connection refused: listener at its connection limit")
+			_ = nc.Close()
 			continue
 		}
 		open.Add(1)
