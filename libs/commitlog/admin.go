@@ -13,6 +13,7 @@ import (
 func (s *Store) Truncate(offset int64) error {
 	s.appendMu.Lock()
 	defer s.appendMu.Unlock()
+	s.drainGroupLocked()
 	if err := s.writable(); err != nil {
 		return err
 	}
@@ -91,6 +92,7 @@ func (s *Store) Reset(startOffset int64) error {
 	}
 	s.appendMu.Lock()
 	defer s.appendMu.Unlock()
+	s.drainGroupLocked()
 	if err := s.writable(); err != nil {
 		return err
 	}
@@ -144,6 +146,7 @@ func (s *Store) DeleteTopic(topic string) error {
 	}
 	s.appendMu.Lock()
 	defer s.appendMu.Unlock()
+	s.drainGroupLocked()
 	if s.closed.Load() {
 		return ErrClosed
 	}
