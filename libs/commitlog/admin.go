@@ -13,6 +13,7 @@ import (
 func (s *Store) Truncate(offset int64) error {
 	s.appendMu.Lock()
 	defer s.appendMu.Unlock()
+	s.drainGroupLocked()
 	if err := s.writable(); err != nil {
 		return err
 	}
@@ -92,6 +93,7 @@ func (s *Store) Reset(startOffset int64) error {
 	}
 	s.appendMu.Lock()
 	defer s.appendMu.Unlock()
+	s.drainGroupLocked()
 	if err := s.writable(); err != nil {
 		return err
 	}
@@ -150,6 +152,7 @@ func (s *Store) DeleteTopic(topic string) error {
 	}
 	s.appendMu.Lock()
 	defer s.appendMu.Unlock()
+	s.drainGroupLocked()
 	if s.closed.Load() {
 		return ErrClosed
 	}

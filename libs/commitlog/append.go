@@ -76,10 +76,21 @@ func (s *Store) appendBatch(ms []*Message, res []AppendResult) error {
 		return err
 	}
 	pos := s.appendPosLocked()
-	if rem := s.segEnd(pos) - pos; int64(total)+BlankMinLength > rem {
+	for rem := s.segEnd(pos) - pos; int64(total)+BlankMinLength > rem; rem = s.segEnd(pos) - pos {
 		if _, err := s.commitLocked(); err != nil {
 			s.appendMu.Unlock()
 			return err
+		}
+		if s.gwriting || len(s.gbuf) > 0 {
+			// The padding goes after the group's records: wait for them, then look again
+			// (another appender may have padded the segment meanwhile).
+			s.drainGroupLocked()
+			if err := s.writable(); err != nil {
+				s.appendMu.Unlock()
+				return err
+			}
+			pos = s.appendPosLocked()
+			continue
 		}
 		if err := s.writePadding(pos, rem); err != nil {
 			s.appendMu.Unlock()
@@ -90,7 +101,12 @@ func (s *Store) appendBatch(ms []*Message, res []AppendResult) error {
 	now := s.cfg.Now().UnixMilli()
 	key := qkey{ms[0].Topic, ms[0].QueueID}
 	qoff := s.queueOffsets[key]
+	grouped := s.cfg.WriteBuffer <= 0
 	buf := s.encBuf[:0]
+	if grouped {
+		buf = s.gbuf // records go straight into the group's next write
+	}
+	first := len(buf)
 	off := pos
 	for i, m := range ms {
 		q := int64(0)
@@ -120,10 +136,31 @@ func (s *Store) appendBatch(ms []*Message, res []AppendResult) error {
 		res[i] = AppendResult{WroteOffset: off, WroteBytes: int32(n), QueueOffset: q, StoreTimestamp: now, EndOffset: off + int64(n)}
 		off += int64(n)
 	}
+	wrote := int64(len(buf) - first)
+	committed := int64(-1)
+	if grouped {
+		s.gbuf = buf
+		s.gpending += wrote
+		s.queueOffsets[key] = qoff
+		var err error
+		if committed, err = s.awaitGroupLocked(off); err != nil {
+			s.appendMu.Unlock()
+			return err
+		}
+		s.appendMu.Unlock()
+		for i := range res {
+			res[i].MsgID = OffsetMsgID(s.cfg.StoreHost, res[i].WroteOffset)
+		}
+		s.nAppends.Add(int64(len(ms)))
+		s.nBytes.Add(wrote)
+		if committed >= 0 {
+			s.afterAppend(committed)
+		}
+		return nil
+	}
 	if cap(buf) <= 1<<20 {
 		s.encBuf = buf
 	}
-	committed := int64(-1)
 	if s.cfg.WriteBuffer > 0 {
 		s.wbuf = append(s.wbuf, buf...)
 		if len(s.wbuf) >= s.cfg.WriteBuffer {
@@ -156,9 +193,11 @@ func (s *Store) appendBatch(ms []*Message, res []AppendResult) error {
 	return nil
 }
 
-// appendPosLocked is where the next record goes: after the file's bytes and
-// the write buffer.
-func (s *Store) appendPosLocked() int64 { return s.maxOffset.Load() + int64(len(s.wbuf)) }
+// appendPosLocked is where the next record goes: after the file's bytes, the
+// write buffer and the records of the group being written.
+func (s *Store) appendPosLocked() int64 {
+	return s.maxOffset.Load() + int64(len(s.wbuf)) + s.gpending
+}
 
 // commitLocked writes the write buffer to the file and publishes it
 // (appendMu held). It returns the new max offset, or -1 if nothing was
@@ -305,6 +344,7 @@ func (s *Store) createSegment(start int64) (*segment, error) {
 // builds the consume queues behind it.
 func (s *Store) AppendRaw(offset int64, data []byte) error {
 	s.appendMu.Lock()
+	s.drainGroupLocked()
 	if err := s.writable(); err != nil {
 		s.appendMu.Unlock()
 		return err

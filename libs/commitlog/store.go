@@ -82,6 +82,16 @@ type Store struct {
 	queueOffsets map[qkey]int64
 	encBuf       []byte
 	wbuf         []byte // buffered appends not yet in the file (WriteBuffer)
+	// Grouped writes (group.go; WriteBuffer 0), all under appendMu: gbuf holds records
+	// encoded while a leader writes, gspare the leader's last batch for reuse, gpending the
+	// bytes encoded and not yet published in maxOffset (gbuf plus the batch being written),
+	// gwriting whether a leader is writing; gcond (on appendMu) wakes the appenders waiting
+	// for their bytes, and those waiting for the group to drain.
+	gbuf, gspare []byte
+	gpending     int64
+	gwriting     bool
+	gcond        *sync.Cond
+	gwrites      atomic.Int64 // group writes issued, for tests
 
 	// segMu guards segs; readers hold it shared across a pread.
 	segMu sync.RWMutex
@@ -247,6 +257,7 @@ func Open(cfg Config) (*Store, error) {
 		readers:      map[*Reader]struct{}{},
 		stopCh:       make(chan struct{}),
 	}
+	s.gcond = sync.NewCond(&s.appendMu)
 	for _, d := range []string{cfg.Dir, s.clDir, s.cqDir} {
 		if err := s.fs.MkdirAll(d); err != nil {
 			return nil, fmt.Errorf("commitlog: create %s: %w", d, err)
@@ -272,6 +283,7 @@ func Open(cfg Config) (*Store, error) {
 // releases every file. Waiters not yet flushed get ErrClosed.
 func (s *Store) Close() error {
 	s.appendMu.Lock()
+	s.drainGroupLocked()
 	if s.closed.Swap(true) {
 		s.appendMu.Unlock()
 		return ErrClosed

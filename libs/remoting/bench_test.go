@@ -192,3 +192,32 @@ func BenchmarkDecodeFrame(b *testing.B) {
 		}
 	}
 }
+
+// BenchmarkDecodeJSONHeaderFast decodes the Go client's SEND_MESSAGE header on the fast path
+// and reports its time and allocations as a ratio to the generic decoder's, measured in the
+// same run on the same b.N.
+func BenchmarkDecodeJSONHeaderFast(b *testing.B) {
+	h := []byte(appendixASyncSend)
+	genAllocs := testing.AllocsPerRun(100, func() { _, _ = decodeJSONHeader(h) })
+	fastAllocs := testing.AllocsPerRun(100, func() { _, _ = decodeJSONHeaderFast(h) })
+	start := time.Now()
+	for i := 0; i < b.N; i++ {
+		if _, err := decodeJSONHeader(h); err != nil {
+			b.Fatal(err)
+		}
+	}
+	gen := time.Since(start)
+	b.ReportAllocs()
+	b.ResetTimer()
+	start = time.Now()
+	for i := 0; i < b.N; i++ {
+		if _, ok := decodeJSONHeaderFast(h); !ok {
+			b.Fatal("fast path gave up")
+		}
+	}
+	fast := time.Since(start)
+	b.StopTimer()
+	b.ReportMetric(float64(fast)/float64(gen), "x_generic_time")
+	b.ReportMetric(fastAllocs/genAllocs, "x_generic_allocs")
+	b.ReportMetric(float64(gen.Nanoseconds())/float64(b.N), "generic_ns/op")
+}

@@ -254,7 +254,10 @@ func DecodeFrame(frame []byte) (*Command, error) {
 	)
 	switch typ {
 	case SerializeJSON:
-		c, err = decodeJSONHeader(header)
+		var ok bool
+		if c, ok = decodeJSONHeaderFast(header); !ok {
+			c, err = decodeJSONHeader(header)
+		}
 	case SerializeRocketMQ:
 		c, err = decodeBinaryHeader(header)
 	default:
@@ -311,10 +314,24 @@ func (r *binReader) u32() uint32 {
 
 // decodeBinaryHeader decodes the ROCKETMQ binary header: code int16, language byte, version
 // int16, opaque int32, flag int32, remark (int32 length), ext (int32 length of repeated int16
-// key length + key, int32 value length + value). Bytes after the ext block are ignored.
+// key length + key, int32 value length + value). Bytes after the ext block are ignored. As on
+// the JSON path, a header of up to sharedHeaderMax bytes becomes one string whose substrings
+// are the command's strings.
 func decodeBinaryHeader(h []byte) (*Command, error) {
 	r := &binReader{b: h}
-	c := &Command{ExtFields: make(map[string]string)}
+	var hs string
+	if len(h) <= sharedHeaderMax {
+		hs = string(h)
+	}
+	// str turns a subslice of h into a string; a subslice's offset in h is the capacity it lost.
+	str := func(b []byte) string {
+		if hs == "" {
+			return string(b)
+		}
+		at := cap(h) - cap(b)
+		return hs[at : at+len(b)]
+	}
+	c := &Command{ExtFields: make(map[string]string, min(len(h)/8, maxExtHint))}
 	c.Code = int32(int16(r.u16()))
 	c.Language = LanguageName(r.u8())
 	c.Version = int16(r.u16())
@@ -322,7 +339,9 @@ func decodeBinaryHeader(h []byte) (*Command, error) {
 	c.Flag = int32(r.u32())
 	remarkLen := int32(r.u32())
 	if remarkLen > 0 {
-		c.Remark = string(r.take(int(remarkLen)))
+		if b := r.take(int(remarkLen)); b != nil {
+			c.Remark = str(b)
+		}
 	} else if remarkLen < 0 && r.err == nil {
 		r.err = fmt.Errorf("%w: negative remark length %d", ErrMalformed, remarkLen)
 	}
@@ -349,7 +368,7 @@ func decodeBinaryHeader(h []byte) (*Command, error) {
 		}
 		v := ext.take(int(vl))
 		if ext.err == nil {
-			c.ExtFields[string(k)] = string(v)
+			c.ExtFields[str(k)] = str(v)
 		}
 	}
 	if ext.err != nil {

@@ -110,7 +110,10 @@ func hexVal(b []byte) (rune, bool) {
 
 // strEscaped finishes a string that contains escapes; p.i is at the first backslash.
 func (p *jsonParser) strEscaped(start int) string {
-	out := append([]byte(nil), p.b[start:p.i]...)
+	// Short strings (a message's properties) are unescaped on the stack: one allocation, the
+	// returned string.
+	var stack [256]byte
+	out := append(stack[:0], p.b[start:p.i]...)
 	for p.i < len(p.b) {
 		c := p.b[p.i]
 		if c == '"' {

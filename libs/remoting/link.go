@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"runtime"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -91,6 +92,7 @@ func (l *link) closedErr() error {
 // sleeps only when the queue is empty, so concurrent responses coalesce into few syscalls.
 func (l *link) writeLoop() {
 	var spare []byte
+	yielded := false
 	for {
 		l.wmu.Lock()
 		for len(l.queue) == 0 && !l.closed {
@@ -100,6 +102,16 @@ func (l *link) writeLoop() {
 			l.wmu.Unlock()
 			return
 		}
+		if !yielded {
+			// Let the goroutines that are ready to answer (handlers woken together by one
+			// replication ack or flush) queue theirs too, so they leave in this write. With
+			// nothing else runnable this returns at once.
+			yielded = true
+			l.wmu.Unlock()
+			runtime.Gosched()
+			continue
+		}
+		yielded = false
 		buf := l.queue
 		l.queue = spare[:0]
 		l.spaceCond.Broadcast()

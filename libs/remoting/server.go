@@ -146,7 +146,8 @@ type HandlerFunc func(w ResponseWriter, req *Command)
 func (f HandlerFunc) ServeRemoting(w ResponseWriter, req *Command) { f(w, req) }
 
 // Server accepts remoting connections and dispatches requests to handlers by code. Each
-// request runs on its own goroutine; answers are written as they complete, in any order.
+// request runs on its own goroutine (a connection's finished ones are reused for its next
+// requests); answers are written as they complete, in any order.
 type Server struct {
 	cfg ServerConfig
 	log logrus.FieldLogger
@@ -364,6 +365,10 @@ type ServerConn struct {
 	log    logrus.FieldLogger
 	open   *atomic.Int64 // the listener's connection count
 	tls    atomic.Bool
+	// work hands requests to idle workers (unbuffered: a send succeeds only when one waits);
+	// idle counts them.
+	work chan job
+	idle atomic.Int32
 
 	// Budget held by this connection's requests not yet answered; given back at close.
 	bmu      sync.Mutex
@@ -382,6 +387,7 @@ func (s *Server) startConn(nc net.Conn, open *atomic.Int64) {
 		remote: nc.RemoteAddr().String(),
 		link:   newLink(nc, s.cfg.WriteTimeout),
 		sem:    make(chan struct{}, s.cfg.MaxInflightPerConn),
+		work:   make(chan job),
 		ctx:    ctx,
 		cancel: cancel,
 		open:   open,
@@ -715,12 +721,48 @@ func (c *ServerConn) dispatch(req *Command, size int64) {
 		c.busy(req.Opaque, req.IsOneway())
 		return
 	}
-	s.wg.Add(1)
-	go c.serve(h, req, size)
+	j := job{h: h, req: req, size: size}
+	select {
+	case c.work <- j: // an idle worker of this connection takes it
+	default:
+		s.wg.Add(1)
+		go c.worker(j)
+	}
+}
+
+// job is one admitted request waiting for a worker.
+type job struct {
+	h    Handler
+	req  *Command
+	size int64
+}
+
+// maxIdleWorkers is how many finished workers a connection keeps waiting for its next request.
+// A request never waits for a busy one (a SYNC send waiting for its slave must not hold up the
+// next request): when none is idle the reader starts another, up to MaxInflightPerConn running.
+const maxIdleWorkers = 8
+
+// worker serves j, then further requests of the connection while it stays open and no more
+// than maxIdleWorkers others are idle: a goroutine per request without starting one each time.
+func (c *ServerConn) worker(j job) {
+	defer c.srv.wg.Done()
+	for {
+		c.serve(j.h, j.req, j.size)
+		if c.idle.Add(1) > maxIdleWorkers {
+			c.idle.Add(-1)
+			return
+		}
+		select {
+		case j = <-c.work:
+			c.idle.Add(-1)
+		case <-c.ctx.Done():
+			c.idle.Add(-1)
+			return
+		}
+	}
 }
 
 func (c *ServerConn) serve(h Handler, req *Command, size int64) {
-	defer c.srv.wg.Done()
 	defer func() { <-c.sem }()
 	w := &responseWriter{conn: c, opaque: req.Opaque, oneway: req.IsOneway(), charge: size}
 	if w.oneway {

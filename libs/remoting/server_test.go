@@ -477,3 +477,54 @@ func TestServerFloodEveryRequestAnsweredOnce(t *testing.T) {
 	}
 	require.Equal(t, total-limit, busy)
 }
+
+// Workers are reused across requests of a connection; a reused one that serves a slow request
+// must not hold up the next: with idle workers already waiting, more slow requests than there
+// are idle workers all run at once and are answered in the order they are released.
+func TestServerReusedWorkersStillPipeline(t *testing.T) {
+	const n = 3 * maxIdleWorkers
+	release := make([]chan struct{}, n)
+	for i := range release {
+		release[i] = make(chan struct{})
+	}
+	started := make(chan int, n)
+	s, _ := startServer(t, nil, func(s *Server) {
+		s.HandleFunc(testCode, func(w ResponseWriter, r *Command) {
+			if i, err := r.ExtInt32("i"); err == nil {
+				started <- int(i)
+				<-release[i]
+			}
+			echo(w, r)
+		})
+	})
+	rc := dialRaw(t, s.Addr().String())
+	// Fast requests in one write leave idle workers behind.
+	var warm []byte
+	for i := 0; i < 2*maxIdleWorkers; i++ {
+		warm = AppendFrame(warm, req(testCode, int32(i), nil))
+	}
+	rc.write(warm)
+	for i := 0; i < 2*maxIdleWorkers; i++ {
+		require.EqualValues(t, FlagResponse, rc.read().Flag&FlagResponse)
+	}
+	var batch []byte
+	for i := 0; i < n; i++ {
+		batch = AppendFrame(batch, req(testCode, int32(100+i), map[string]string{"i": strconv.Itoa(i)}))
+	}
+	rc.write(batch)
+	for i := 0; i < n; i++ {
+		select {
+		case <-started:
+		case <-time.After(10 * time.Second):
+			t.Fatalf("only %d of %d slow handlers run concurrently", i, n)
+		}
+	}
+	for i := n - 1; i >= 0; i-- {
+		close(release[i])
+		resp := rc.read()
+		require.EqualValues(t, 100+i, resp.Opaque)
+	}
+	// Still serving after the burst.
+	rc.write(AppendFrame(nil, req(testCode, 7, nil)))
+	require.EqualValues(t, 7, rc.read().Opaque)
+}

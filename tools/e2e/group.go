@@ -74,6 +74,9 @@ type GroupConfig struct {
 	// returns the address the slave dials instead (an attack test's man in the middle).
 	// Default nil: the slave dials the master (or the HAProxy).
 	HAFront func(masterHA string) string
+	// BinDir, when set, is the folder the namesrv, master and slave binaries are taken from
+	// (a benchmark comparing two builds in one run). Default "": BinDir().
+	BinDir string
 }
 
 // DefaultGroupConfig returns the defaults described on GroupConfig.
@@ -178,7 +181,11 @@ func StartGroup(t testing.TB, cfg GroupConfig) *Group {
 		if err := os.WriteFile(path, []byte(conf), 0o644); err != nil {
 			t.Fatal(err)
 		}
-		pc := harness.ProcessConfig{Name: name, Bin: binaryPath(t, name), Args: []string{"-c", path}, Dir: dir}
+		bin := binaryPath(t, name)
+		if cfg.BinDir != "" {
+			bin = filepath.Join(cfg.BinDir, name)
+		}
+		pc := harness.ProcessConfig{Name: name, Bin: bin, Args: []string{"-c", path}, Dir: dir}
 		if cfg.Stdout != nil {
 			pc.Stdout = cfg.Stdout
 		}

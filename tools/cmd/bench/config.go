@@ -74,6 +74,10 @@ type Config struct {
 	// WithCredentials, the raw frames and the set-up requests with the same signature. Topic
 	// creation needs an admin account. Default none.
 	AccessKey, SecretKey string
+	// CPUPids names processes whose CPU time per sent message is reported, "name=pid,..."
+	// (for example the master and the slave of the group under test). Default "": only the
+	// bench process itself.
+	CPUPids string
 }
 
 // DefaultConfig returns the defaults described on Config.
@@ -106,6 +110,7 @@ func (c *Config) bindFlags(fs *flag.FlagSet) {
 	tlsconf.ClientFlags(fs, &c.TLS)
 	fs.StringVar(&c.AccessKey, "ak", c.AccessKey, "ACL access key signing every request (with -sk)")
 	fs.StringVar(&c.SecretKey, "sk", c.SecretKey, "ACL secret key of -ak")
+	fs.StringVar(&c.CPUPids, "cpu-pids", c.CPUPids, "report CPU µs per sent message of these processes too: name=pid,...")
 }
 
 // Validate names the first invalid field.
@@ -146,6 +151,9 @@ func (c Config) Validate() error {
 		return bad("-progress %v < 0", c.Progress)
 	case (c.AccessKey == "") != (c.SecretKey == ""):
 		return bad("-ak and -sk go together")
+	}
+	if _, err := parsePids(c.CPUPids); err != nil {
+		return bad("-cpu-pids: %v", err)
 	}
 	return nil
 }

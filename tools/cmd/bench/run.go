@@ -48,6 +48,11 @@ type Result struct {
 	EndToEnd []time.Duration
 	// FirstError is the first send or consume error seen, for the report.
 	FirstError string
+	// CPU is the CPU time (/proc/PID/stat utime+stime) each measured process spent while
+	// producing: the -cpu-pids ones, then "bench" itself.
+	CPU []ProcCPU
+	// Allocs counts the bench process's heap allocations while producing.
+	Allocs uint64
 }
 
 // stats is the shared state of a run.
@@ -211,6 +216,8 @@ func Run(ctx context.Context, cfg Config, out io.Writer) (*Result, error) {
 		defer p.close()
 	}
 
+	pids, _ := parsePids(cfg.CPUPids) // checked by Validate
+	meter := startCPUMeter(pids)
 	start := time.Now()
 	stop := make(chan struct{})
 	var stopOnce sync.Once
@@ -244,6 +251,7 @@ func Run(ctx context.Context, cfg Config, out io.Writer) (*Result, error) {
 	}
 	wg.Wait()
 	produceElapsed := time.Since(start)
+	cpu, allocs := meter.stop()
 
 	// Consumers: wait for every stored message of this run, or for N (consume only), bounded.
 	if len(consumers) > 0 {
@@ -284,7 +292,7 @@ func Run(ctx context.Context, cfg Config, out io.Writer) (*Result, error) {
 	res := &Result{
 		Config: cfg, ProduceElapsed: produceElapsed, Sent: st.sent.Load(), SendErrors: st.errs.Load(),
 		Statuses: map[string]int64{}, SendLatency: st.lat, Consumed: st.consumed.Load(),
-		EndToEnd: st.e2e, FirstError: st.firstErr,
+		EndToEnd: st.e2e, FirstError: st.firstErr, CPU: cpu, Allocs: allocs,
 	}
 	for k, v := range st.statuses {
 		res.Statuses[k] = v
@@ -362,6 +370,14 @@ func (r *Result) Print(w io.Writer) {
 			parts = append(parts, fmt.Sprintf("%s=%d", k, r.Statuses[k]))
 		}
 		fmt.Fprintf(w, "status:  %s\n", strings.Join(parts, " "))
+		if n := r.Sent + r.SendErrors; n > 0 && len(r.CPU) > 0 {
+			parts = parts[:0]
+			for _, p := range r.CPU {
+				parts = append(parts, fmt.Sprintf("%s %.2f", p.Name, float64(p.CPU.Nanoseconds())/1e3/float64(n)))
+			}
+			fmt.Fprintf(w, "cpu:     µs per message: %s\n", strings.Join(parts, ", "))
+			fmt.Fprintf(w, "allocs:  %.1f per message (bench)\n", float64(r.Allocs)/float64(n))
+		}
 	}
 	if c.Consumers > 0 {
 		m, mb := r.ConsumeRate()

@@ -1,0 +1,331 @@
+package remoting
+
+import (
+	"bytes"
+	"math"
+)
+
+// The fast JSON header path.
+//
+// Every request a broker serves carries a JSON header such as the one rocketmq-client-go
+// sends for SEND_MESSAGE_V2 (encoding/json, keys in struct order, the properties separators
+// as \u0001 and \u0002):
+//
+//	{"code":310,"language":"GO","version":317,"opaque":7,"flag":0,"remark":"",
+//	 "extFields":{"a":"bench-pg","b":"TopicTest","e":"3","i":"TAGS\u0001a\u0002",...}}
+//
+// or the one a Java client sends (fastjson, keys sorted, one extra key):
+//
+//	{"code":310,"extFields":{...},"flag":0,"language":"JAVA","opaque":7,
+//	 "serializeTypeCurrentRPC":"JSON","version":453}
+//
+// decodeJSONHeaderFast takes exactly these shapes, in any key order and with any JSON
+// whitespace: integers as plain decimal numbers, language and remark as strings (or null),
+// extFields as an object of string (or null) values, unknown top-level keys holding a string,
+// number, boolean or null. Anything else (quoted or fractional integers, numbers inside
+// extFields, nested values, escapes inside top-level keys, malformed input) makes it give up
+// and the generic decoder (json.go), the reference, decides. FuzzJSONHeaderFast checks the two
+// agree on every input the fast path accepts.
+//
+// Its savings: a header of up to sharedHeaderMax bytes is converted to one string and every
+// unescaped key and value of the command is a substring of it (one allocation instead of one
+// per field); the ext map is sized from the header before the first insert; no closures.
+
+// sharedHeaderMax is the largest header whose strings share one backing string. A handler that
+// keeps one value (a topic name in a table) keeps the whole backing alive, so above this size
+// each string gets its own copy and a peer cannot pin more than this per retained value.
+const sharedHeaderMax = 4 << 10
+
+// maxExtHint caps the ext map's initial size; the count comes from the peer's bytes.
+const maxExtHint = 64
+
+// fastScanner walks a JSON header; s is string(b) when the header is shared, else "".
+type fastScanner struct {
+	b []byte
+	s string
+	i int
+}
+
+func (f *fastScanner) ws() {
+	for f.i < len(f.b) {
+		switch f.b[f.i] {
+		case ' ', '\t', '\n', '\r':
+			f.i++
+		default:
+			return
+		}
+	}
+}
+
+// peek returns the next non-space byte, or 0 at the end.
+func (f *fastScanner) peek() byte {
+	f.ws()
+	if f.i >= len(f.b) {
+		return 0
+	}
+	return f.b[f.i]
+}
+
+// literal consumes word at f.i.
+func (f *fastScanner) literal(word string) bool {
+	if !bytes.HasPrefix(f.b[f.i:], []byte(word)) {
+		return false
+	}
+	f.i += len(word)
+	return true
+}
+
+// rawKey returns the bytes of a string without escapes (f.i at the opening quote).
+func (f *fastScanner) rawKey() ([]byte, bool) {
+	if f.peek() != '"' {
+		return nil, false
+	}
+	start := f.i + 1
+	for j := start; j < len(f.b); j++ {
+		switch f.b[j] {
+		case '"':
+			f.i = j + 1
+			return f.b[start:j], true
+		case '\\':
+			return nil, false
+		}
+	}
+	return nil, false
+}
+
+// str reads a string value (f.i at the opening quote). Escapes are decoded by the generic
+// parser's code, so both paths turn the same bytes into the same string.
+func (f *fastScanner) str() (string, bool) {
+	if f.peek() != '"' {
+		return "", false
+	}
+	start := f.i + 1
+	for j := start; j < len(f.b); j++ {
+		switch f.b[j] {
+		case '"':
+			f.i = j + 1
+			if f.s != "" {
+				return f.s[start:j], true
+			}
+			return string(f.b[start:j]), true
+		case '\\':
+			p := jsonParser{b: f.b, i: f.i}
+			v := p.str()
+			if p.err != nil {
+				return "", false
+			}
+			f.i = p.i
+			return v, true
+		}
+	}
+	return "", false
+}
+
+// int reads a plain decimal integer in [lo, hi]: an optional '-' and at most 18 digits, not
+// followed by a fraction or an exponent.
+func (f *fastScanner) int(lo, hi int64) (int64, bool) {
+	f.ws()
+	j := f.i
+	neg := j < len(f.b) && f.b[j] == '-'
+	if neg {
+		j++
+	}
+	start := j
+	var n int64
+	for j < len(f.b) && f.b[j] >= '0' && f.b[j] <= '9' {
+		n = n*10 + int64(f.b[j]-'0')
+		j++
+	}
+	if j == start || j-start > 18 {
+		return 0, false
+	}
+	if j < len(f.b) {
+		switch f.b[j] {
+		case '.', 'e', 'E', '+', '-':
+			return 0, false
+		}
+	}
+	if neg {
+		n = -n
+	}
+	if n < lo || n > hi {
+		return 0, false
+	}
+	f.i = j
+	return n, true
+}
+
+// skipSimple consumes a string, number, boolean or null.
+func (f *fastScanner) skipSimple() bool {
+	switch c := f.peek(); {
+	case c == '"':
+		_, ok := f.str()
+		return ok
+	case c == 't':
+		return f.literal("true")
+	case c == 'f':
+		return f.literal("false")
+	case c == 'n':
+		return f.literal("null")
+	case c == '-' || (c >= '0' && c <= '9'):
+		p := jsonParser{b: f.b, i: f.i}
+		p.numberToken()
+		if p.err != nil {
+			return false
+		}
+		f.i = p.i
+		return true
+	}
+	return false
+}
+
+// extObject fills ext from an object of string or null values.
+func (f *fastScanner) extObject(ext map[string]string) bool {
+	f.i++ // '{'
+	if f.peek() == '}' {
+		f.i++
+		return true
+	}
+	for {
+		k, ok := f.str()
+		if !ok || f.peek() != ':' {
+			return false
+		}
+		f.i++
+		switch f.peek() {
+		case '"':
+			v, ok := f.str()
+			if !ok {
+				return false
+			}
+			ext[k] = v
+		case 'n':
+			if !f.literal("null") {
+				return false
+			}
+		default:
+			return false
+		}
+		switch f.peek() {
+		case ',':
+			f.i++
+		case '}':
+			f.i++
+			return true
+		default:
+			return false
+		}
+	}
+}
+
+// extHint estimates the ext field count from the quotes in the header: each field has four,
+// and the top level holds about four fields' worth (seven keys, the language and the remark),
+// so a 14-field SEND_MESSAGE gets a map of 16 slots instead of growing twice or getting 32.
+func extHint(h []byte) int {
+	return min(max(bytes.Count(h, []byte{'"'})/4-4, 0), maxExtHint)
+}
+
+// decodeJSONHeaderFast decodes h, or reports false when the generic decoder must decide.
+func decodeJSONHeaderFast(h []byte) (*Command, bool) {
+	f := fastScanner{b: h}
+	if len(h) <= sharedHeaderMax {
+		f.s = string(h)
+	}
+	c := &Command{}
+	var ext map[string]string
+	if f.peek() != '{' {
+		return nil, false
+	}
+	f.i++
+	if f.peek() == '}' {
+		f.i++
+	} else {
+		for {
+			key, ok := f.rawKey()
+			if !ok || f.peek() != ':' {
+				return nil, false
+			}
+			f.i++
+			switch string(key) {
+			case "code":
+				n, ok := f.int(math.MinInt32, math.MaxInt32)
+				if !ok {
+					return nil, false
+				}
+				c.Code = int32(n)
+			case "version":
+				n, ok := f.int(math.MinInt16, math.MaxInt16)
+				if !ok {
+					return nil, false
+				}
+				c.Version = int16(n)
+			case "opaque":
+				n, ok := f.int(math.MinInt32, math.MaxInt32)
+				if !ok {
+					return nil, false
+				}
+				c.Opaque = int32(n)
+			case "flag":
+				n, ok := f.int(math.MinInt32, math.MaxInt32)
+				if !ok {
+					return nil, false
+				}
+				c.Flag = int32(n)
+			case "language", "remark":
+				if f.peek() == 'n' {
+					if !f.literal("null") {
+						return nil, false
+					}
+					break
+				}
+				v, ok := f.str()
+				if !ok {
+					return nil, false
+				}
+				if key[0] == 'l' {
+					c.Language = v
+				} else {
+					c.Remark = v
+				}
+			case "extFields":
+				switch f.peek() {
+				case 'n':
+					if !f.literal("null") {
+						return nil, false
+					}
+				case '{':
+					if ext == nil {
+						ext = make(map[string]string, extHint(h))
+					}
+					if !f.extObject(ext) {
+						return nil, false
+					}
+				default:
+					return nil, false
+				}
+			default:
+				if !f.skipSimple() {
+					return nil, false
+				}
+			}
+			switch f.peek() {
+			case ',':
+				f.i++
+				continue
+			case '}':
+				f.i++
+			default:
+				return nil, false
+			}
+			break
+		}
+	}
+	if f.peek() != 0 {
+		return nil, false
+	}
+	if ext == nil {
+		ext = make(map[string]string)
+	}
+	c.ExtFields = ext
+	return c, true
+}

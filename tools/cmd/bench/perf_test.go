@@ -1,0 +1,178 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/rmqha/rmqha/tools/e2e"
+	"github.com/rmqha/rmqha/tools/harness"
+	"github.com/stretchr/testify/require"
+)
+
+// procSample is what /proc says about one process: CPU time (utime+stime) and the read and
+// write syscalls it made (/proc/PID/io syscr+syscw).
+type procSample struct {
+	cpu      time.Duration
+	syscalls int64
+}
+
+func sampleProc(pid int) (procSample, error) {
+	var s procSample
+	var err error
+	if s.cpu, err = procCPU(pid); err != nil {
+		return s, err
+	}
+	if io, err := os.ReadFile(fmt.Sprintf("/proc/%d/io", pid)); err == nil {
+		for _, line := range strings.Split(string(io), "\n") {
+			k, v, ok := strings.Cut(line, ": ")
+			if ok && (k == "syscr" || k == "syscw") {
+				n, _ := strconv.ParseInt(strings.TrimSpace(v), 10, 64)
+				s.syscalls += n
+			}
+		}
+	}
+	return s, nil
+}
+
+var sentRE = regexp.MustCompile(`send:\s+(\d+) messages in ([0-9.]+)s`)
+
+// perfRun is one bench run against one build's group.
+type perfRun struct {
+	rate              float64 // msg/s
+	masterUS, slaveUS float64 // CPU µs per message
+	benchUS           float64
+	masterSys         float64 // read+write syscalls per message on the master
+	line              string  // the bench's own cpu/alloc line, when it prints one
+}
+
+// TestPerfCompare runs the bench binary of two builds against groups of their own binaries in
+// the same run (interleaved, median of 3) and prints msg/s and CPU µs per message of the master,
+// the slave and the bench process. It runs only when RMQHA_PERF_BINS names the builds, e.g.
+// RMQHA_PERF_BINS=base=/tmp/bin-main,new=$PWD/bin; RMQHA_PERF_SECONDS sets each run's length.
+func TestPerfCompare(t *testing.T) {
+	spec := os.Getenv("RMQHA_PERF_BINS")
+	if spec == "" {
+		t.Skip("set RMQHA_PERF_BINS=label=dir,label=dir to compare builds")
+	}
+	type build struct{ label, dir string }
+	var builds []build
+	for _, part := range strings.Split(spec, ",") {
+		l, d, ok := strings.Cut(part, "=")
+		require.True(t, ok, "RMQHA_PERF_BINS part %q is not label=dir", part)
+		builds = append(builds, build{l, d})
+	}
+	secs := 4
+	if v := os.Getenv("RMQHA_PERF_SECONDS"); v != "" {
+		secs, _ = strconv.Atoi(v)
+	}
+	roles := []string{"ASYNC_MASTER", "SYNC_MASTER"}
+	if v := os.Getenv("RMQHA_PERF_ROLES"); v != "" {
+		roles = strings.Split(v, ",")
+	}
+	settings := []struct {
+		name string
+		args []string
+	}{
+		{"inflight=64", []string{"-producers", "1", "-mode", "async", "-inflight", "64"}},
+		{"inflight=1", []string{"-producers", "1", "-mode", "sync"}},
+	}
+	var report strings.Builder
+	fmt.Fprintf(&report, "%-12s %-11s %-6s %9s %10s %10s %10s %10s\n", "role", "setting", "build", "msg/s", "master_us", "slave_us", "bench_us", "master_sc")
+	for _, role := range roles {
+		groups := make([]*e2e.Group, len(builds))
+		for i, b := range builds {
+			gc := e2e.DefaultGroupConfig()
+			gc.MasterRole = role
+			gc.MappedFileSizeCommitLog = 256 << 20
+			gc.BinDir = b.dir
+			groups[i] = e2e.StartGroup(t, gc)
+		}
+		for _, st := range settings {
+			runs := make([][]perfRun, len(builds))
+			for rep := 0; rep < 3; rep++ {
+				for i, b := range builds {
+					g := groups[i]
+					args := append([]string{"-namesrv", g.NamesrvAddr, "-topic", "PerfTopic", "-size", "1024", "-client", "raw",
+						"-consumers", "0", "-progress", "0", "-duration", fmt.Sprintf("%ds", secs)}, st.args...)
+					bin := filepath.Join(b.dir, "bench")
+					if benchHasFlag(bin, "cpu-pids") {
+						args = append(args, "-cpu-pids", fmt.Sprintf("master=%d,slave=%d", g.Master.PID(), g.Slave.PID()))
+					}
+					runs[i] = append(runs[i], perfOnce(t, bin, args, g.Master, g.Slave))
+				}
+			}
+			for i, b := range builds {
+				med := func(f func(perfRun) float64) float64 {
+					v := make([]float64, 0, 3)
+					for _, r := range runs[i] {
+						v = append(v, f(r))
+					}
+					slices.Sort(v)
+					return v[len(v)/2]
+				}
+				fmt.Fprintf(&report, "%-12s %-11s %-6s %9.0f %10.2f %10.2f %10.2f %10.2f  %s\n", role, st.name, b.label,
+					med(func(r perfRun) float64 { return r.rate }), med(func(r perfRun) float64 { return r.masterUS }),
+					med(func(r perfRun) float64 { return r.slaveUS }), med(func(r perfRun) float64 { return r.benchUS }),
+					med(func(r perfRun) float64 { return r.masterSys }), runs[i][len(runs[i])-1].line)
+			}
+		}
+		for _, g := range groups {
+			g.Master.Kill()
+			g.Slave.Kill()
+			g.Namesrv.Kill()
+		}
+	}
+	t.Log("\n" + report.String())
+}
+
+// benchHasFlag reports whether a bench binary knows -name (older builds do not).
+func benchHasFlag(bin, name string) bool {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	out, _ := exec.CommandContext(ctx, bin, "-h").CombinedOutput()
+	return bytes.Contains(out, []byte("-"+name))
+}
+
+func perfOnce(t *testing.T, bin string, args []string, master, slave *harness.Process) perfRun {
+	t.Helper()
+	m0, err := sampleProc(master.PID())
+	require.NoError(t, err)
+	s0, err := sampleProc(slave.PID())
+	require.NoError(t, err)
+	cmd := exec.Command(bin, args...)
+	var out bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &out
+	require.NoError(t, cmd.Run(), out.String())
+	m1, err := sampleProc(master.PID())
+	require.NoError(t, err)
+	s1, err := sampleProc(slave.PID())
+	require.NoError(t, err)
+	sm := sentRE.FindStringSubmatch(out.String())
+	require.NotNil(t, sm, out.String())
+	n, _ := strconv.ParseFloat(sm[1], 64)
+	secs, _ := strconv.ParseFloat(sm[2], 64)
+	require.Positive(t, n, out.String())
+	r := perfRun{
+		rate:      n / secs,
+		masterUS:  float64((m1.cpu - m0.cpu).Microseconds()) / n,
+		slaveUS:   float64((s1.cpu - s0.cpu).Microseconds()) / n,
+		benchUS:   float64((cmd.ProcessState.UserTime() + cmd.ProcessState.SystemTime()).Microseconds()) / n,
+		masterSys: float64(m1.syscalls-m0.syscalls) / n,
+	}
+	for _, line := range strings.Split(out.String(), "\n") {
+		if strings.HasPrefix(line, "allocs:") {
+			r.line = strings.Join(strings.Fields(line), " ")
+		}
+	}
+	return r
+}
