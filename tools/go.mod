@@ -56,7 +56,6 @@ require (
 	github.com/nats-io/nuid v1.0.1 // indirect
 	github.com/patrickmn/go-cache v2.1.0+incompatible // indirect
 	github.com/pkg/errors v0.9.1 // indirect
-	github.com/rmqha/rmqha/libs/broker v0.0.0
 	github.com/rmqha/rmqha/libs/commitlog v0.0.0
 	github.com/tidwall/gjson v1.13.0 // indirect
 	github.com/tidwall/match v1.1.1 // indirect
@@ -75,8 +74,6 @@ require (
 
 replace github.com/rmqha/rmqha/libs/remoting => ../libs/remoting
 
-replace github.com/rmqha/rmqha/libs/broker => ../libs/broker
-
 replace github.com/rmqha/rmqha/libs/commitlog => ../libs/commitlog
 
 replace github.com/rmqha/rmqha/libs/hawire => ../libs/hawire
@@ -87,11 +84,23 @@ replace github.com/rmqha/rmqha/libs/discovery => ../libs/discovery
 
 require github.com/rmqha/rmqha/libs/tlsconf v0.0.0
 
-require (
-	github.com/rmqha/rmqha/libs/props v0.0.0 // indirect
-	github.com/youmark/pkcs8 v0.0.0-20240726163527-a2c0da244d78 // indirect
-)
+require github.com/youmark/pkcs8 v0.0.0-20240726163527-a2c0da244d78 // indirect
 
 replace github.com/rmqha/rmqha/libs/tlsconf => ../libs/tlsconf
 
 replace github.com/rmqha/rmqha/libs/acl => ../libs/acl
+
+require github.com/rmqha/rmqha/libs/route v0.0.0
+
+replace github.com/rmqha/rmqha/libs/route => ../libs/route
+
+require github.com/rmqha/rmqha/libs/meta v0.0.0
+
+replace github.com/rmqha/rmqha/libs/meta => ../libs/meta
+
+require (
+	github.com/rmqha/rmqha/libs/failover v0.0.0
+	github.com/rmqha/rmqha/libs/props v0.0.0
+)
+
+replace github.com/rmqha/rmqha/libs/failover => ../libs/failover

@@ -6,9 +6,9 @@ import (
 	"math"
 	"strconv"
 
-	"github.com/rmqha/rmqha/libs/broker/meta"
-	"github.com/rmqha/rmqha/libs/broker/route"
+	"github.com/rmqha/rmqha/libs/meta"
 	"github.com/rmqha/rmqha/libs/remoting"
+	"github.com/rmqha/rmqha/libs/route"
 )
 
 func (b *Broker) handleUpdateAndCreateTopic(w remoting.ResponseWriter, req *remoting.Command) {

@@ -9,7 +9,7 @@ import (
 	"time"
 
 	"github.com/rmqha/rmqha/libs/broker/clients"
-	"github.com/rmqha/rmqha/libs/broker/meta"
+	"github.com/rmqha/rmqha/libs/meta"
 	"github.com/rmqha/rmqha/libs/remoting"
 	"github.com/sirupsen/logrus"
 )

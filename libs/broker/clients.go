@@ -6,9 +6,9 @@ import (
 	"time"
 
 	"github.com/rmqha/rmqha/libs/broker/clients"
-	"github.com/rmqha/rmqha/libs/broker/meta"
-	"github.com/rmqha/rmqha/libs/broker/route"
+	"github.com/rmqha/rmqha/libs/meta"
 	"github.com/rmqha/rmqha/libs/remoting"
+	"github.com/rmqha/rmqha/libs/route"
 	"github.com/sirupsen/logrus"
 )
 

@@ -3,7 +3,7 @@ module github.com/rmqha/rmqha/libs/broker
 go 1.26.0
 
 require (
-	github.com/hashicorp/consul/api v1.34.0
+	github.com/hashicorp/consul/api v1.34.0 // indirect
 	github.com/prometheus/client_golang v1.25.0
 	github.com/rmqha/rmqha/libs/commitlog v0.0.0
 	github.com/rmqha/rmqha/libs/hawire v0.0.0
@@ -92,3 +92,15 @@ replace github.com/rmqha/rmqha/libs/filter => ../filter
 replace github.com/rmqha/rmqha/libs/tlsconf => ../tlsconf
 
 replace github.com/rmqha/rmqha/libs/acl => ../acl
+
+require (
+	github.com/rmqha/rmqha/libs/failover v0.0.0
+	github.com/rmqha/rmqha/libs/meta v0.0.0
+	github.com/rmqha/rmqha/libs/route v0.0.0
+)
+
+replace github.com/rmqha/rmqha/libs/route => ../route
+
+replace github.com/rmqha/rmqha/libs/meta => ../meta
+
+replace github.com/rmqha/rmqha/libs/failover => ../failover

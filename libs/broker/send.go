@@ -11,14 +11,14 @@ import (
 	"strings"
 	"time"
 
-	"github.com/rmqha/rmqha/libs/broker/meta"
-	"github.com/rmqha/rmqha/libs/broker/route"
 	"github.com/rmqha/rmqha/libs/broker/schedule"
 	"github.com/rmqha/rmqha/libs/broker/timer"
 	"github.com/rmqha/rmqha/libs/broker/txn"
 	"github.com/rmqha/rmqha/libs/commitlog"
 	"github.com/rmqha/rmqha/libs/hawire"
+	"github.com/rmqha/rmqha/libs/meta"
 	"github.com/rmqha/rmqha/libs/remoting"
+	"github.com/rmqha/rmqha/libs/route"
 	"github.com/sirupsen/logrus"
 )
 

@@ -5,8 +5,8 @@ import (
 	"math/rand/v2"
 	"strconv"
 
-	"github.com/rmqha/rmqha/libs/broker/meta"
 	"github.com/rmqha/rmqha/libs/commitlog"
+	"github.com/rmqha/rmqha/libs/meta"
 	"github.com/rmqha/rmqha/libs/remoting"
 )
 

@@ -6,8 +6,8 @@ import (
 	"sync"
 
 	"github.com/rmqha/rmqha/libs/broker/clients"
-	"github.com/rmqha/rmqha/libs/broker/route"
 	"github.com/rmqha/rmqha/libs/remoting"
+	"github.com/rmqha/rmqha/libs/route"
 )
 
 // clientLangs remembers the language and version each connection's heartbeats carry (the

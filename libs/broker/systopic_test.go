@@ -3,7 +3,7 @@ package broker
 import (
 	"testing"
 
-	"github.com/rmqha/rmqha/libs/broker/meta"
+	"github.com/rmqha/rmqha/libs/meta"
 	"github.com/rmqha/rmqha/libs/remoting"
 	"github.com/stretchr/testify/require"
 )

@@ -11,7 +11,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/rmqha/rmqha/libs/broker/meta"
+	"github.com/rmqha/rmqha/libs/meta"
 )
 
 func benchTopics(b *testing.B, n int) []byte {

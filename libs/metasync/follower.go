@@ -10,8 +10,8 @@ import (
 	"sync"
 	"time"
 
-	"github.com/rmqha/rmqha/libs/broker/meta"
 	"github.com/rmqha/rmqha/libs/commitlog/vfs"
+	"github.com/rmqha/rmqha/libs/meta"
 	"github.com/sirupsen/logrus"
 )
 

@@ -7,7 +7,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/rmqha/rmqha/libs/broker/meta"
+	"github.com/rmqha/rmqha/libs/meta"
 	"github.com/stretchr/testify/require"
 )
 

@@ -11,7 +11,7 @@ import (
 	"time"
 
 	natsserver "github.com/nats-io/nats-server/v2/server"
-	"github.com/rmqha/rmqha/libs/broker/meta"
+	"github.com/rmqha/rmqha/libs/meta"
 	"github.com/sirupsen/logrus"
 	"github.com/stretchr/testify/require"
 )

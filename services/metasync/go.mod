@@ -62,7 +62,6 @@ require (
 	github.com/hashicorp/consul/api v1.34.0
 	github.com/prometheus/client_golang v1.25.0
 	github.com/rmqha/rmqha/libs/acl v0.0.0
-	github.com/rmqha/rmqha/libs/broker v0.0.0
 	github.com/rmqha/rmqha/libs/commitlog v0.0.0
 	github.com/rmqha/rmqha/libs/discovery v0.0.0
 	github.com/rmqha/rmqha/libs/metasync v0.0.0
@@ -75,7 +74,6 @@ require (
 )
 
 replace (
-	github.com/rmqha/rmqha/libs/broker => ../../libs/broker
 	github.com/rmqha/rmqha/libs/commitlog => ../../libs/commitlog
 	github.com/rmqha/rmqha/libs/discovery => ../../libs/discovery
 	github.com/rmqha/rmqha/libs/hawire => ../../libs/hawire
@@ -92,3 +90,13 @@ require github.com/rmqha/rmqha/libs/tlsconf v0.0.0
 replace github.com/rmqha/rmqha/libs/tlsconf => ../../libs/tlsconf
 
 replace github.com/rmqha/rmqha/libs/acl => ../../libs/acl
+
+require github.com/rmqha/rmqha/libs/route v0.0.0
+
+replace github.com/rmqha/rmqha/libs/route => ../../libs/route
+
+require github.com/rmqha/rmqha/libs/meta v0.0.0
+
+replace github.com/rmqha/rmqha/libs/meta => ../../libs/meta
+
+replace github.com/rmqha/rmqha/libs/failover => ../../libs/failover

@@ -5,7 +5,6 @@ go 1.26.0
 require (
 	github.com/hashicorp/consul/api v1.34.0
 	github.com/prometheus/client_golang v1.25.0
-	github.com/rmqha/rmqha/libs/broker v0.0.0
 	github.com/rmqha/rmqha/libs/discovery v0.0.0
 	github.com/rmqha/rmqha/libs/props v0.0.0
 	github.com/rmqha/rmqha/libs/remoting v0.0.0
@@ -58,7 +57,6 @@ require (
 )
 
 replace (
-	github.com/rmqha/rmqha/libs/broker => ../../libs/broker
 	github.com/rmqha/rmqha/libs/discovery => ../../libs/discovery
 	github.com/rmqha/rmqha/libs/props => ../../libs/props
 	github.com/rmqha/rmqha/libs/remoting => ../../libs/remoting
@@ -78,3 +76,13 @@ replace github.com/rmqha/rmqha/libs/tlsconf => ../../libs/tlsconf
 replace github.com/rmqha/rmqha/libs/acl => ../../libs/acl
 
 replace github.com/rmqha/rmqha/libs/commitlog => ../../libs/commitlog
+
+require github.com/rmqha/rmqha/libs/route v0.0.0
+
+replace github.com/rmqha/rmqha/libs/route => ../../libs/route
+
+require github.com/rmqha/rmqha/libs/failover v0.0.0
+
+replace github.com/rmqha/rmqha/libs/failover => ../../libs/failover
+
+replace github.com/rmqha/rmqha/libs/meta => ../../libs/meta

@@ -70,6 +70,17 @@ replace github.com/rmqha/rmqha/libs/tlsconf => ../../libs/tlsconf
 
 replace github.com/rmqha/rmqha/libs/acl => ../../libs/acl
 
-require github.com/rmqha/rmqha/libs/filter v0.0.0 // indirect
+require (
+	github.com/rmqha/rmqha/libs/failover v0.0.0 // indirect
+	github.com/rmqha/rmqha/libs/filter v0.0.0 // indirect
+	github.com/rmqha/rmqha/libs/meta v0.0.0 // indirect
+	github.com/rmqha/rmqha/libs/route v0.0.0 // indirect
+)
 
 replace github.com/rmqha/rmqha/libs/filter => ../../libs/filter
+
+replace github.com/rmqha/rmqha/libs/route => ../../libs/route
+
+replace github.com/rmqha/rmqha/libs/meta => ../../libs/meta
+
+replace github.com/rmqha/rmqha/libs/failover => ../../libs/failover

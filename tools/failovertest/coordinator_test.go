@@ -4,9 +4,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/rmqha/rmqha/libs/broker/failover"
-	"github.com/rmqha/rmqha/libs/broker/failover/coordtest"
 	"github.com/rmqha/rmqha/libs/discovery"
+	"github.com/rmqha/rmqha/libs/failover"
+	"github.com/rmqha/rmqha/libs/failover/coordtest"
 	"github.com/rmqha/rmqha/tools/harness"
 	"github.com/stretchr/testify/require"
 )

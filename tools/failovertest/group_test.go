@@ -14,8 +14,8 @@ import (
 	"time"
 
 	"github.com/apache/rocketmq-client-go/v2/primitive"
-	"github.com/rmqha/rmqha/libs/broker/route"
 	"github.com/rmqha/rmqha/libs/remoting"
+	"github.com/rmqha/rmqha/libs/route"
 	"github.com/rmqha/rmqha/tools/e2e"
 	"github.com/rmqha/rmqha/tools/harness"
 	"github.com/rmqha/rmqha/tools/secretfile"

@@ -6,8 +6,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/rmqha/rmqha/libs/broker/failover"
 	"github.com/rmqha/rmqha/libs/discovery"
+	"github.com/rmqha/rmqha/libs/failover"
 	"github.com/stretchr/testify/require"
 )
 

@@ -5,8 +5,8 @@ import (
 	"fmt"
 
 	"github.com/rmqha/rmqha/libs/broker"
-	"github.com/rmqha/rmqha/libs/broker/failover"
 	"github.com/rmqha/rmqha/libs/discovery"
+	"github.com/rmqha/rmqha/libs/failover"
 	"github.com/sirupsen/logrus"
 )
 

@@ -9,7 +9,7 @@ import (
 
 	"github.com/rmqha/rmqha/libs/acl"
 	"github.com/rmqha/rmqha/libs/broker"
-	"github.com/rmqha/rmqha/libs/broker/meta"
+	"github.com/rmqha/rmqha/libs/meta"
 	"github.com/rmqha/rmqha/libs/metasync"
 	"github.com/rmqha/rmqha/libs/remoting"
 	"github.com/sirupsen/logrus"

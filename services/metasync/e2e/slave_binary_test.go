@@ -9,8 +9,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/rmqha/rmqha/libs/broker/route"
 	"github.com/rmqha/rmqha/libs/remoting"
+	"github.com/rmqha/rmqha/libs/route"
 	"github.com/rmqha/rmqha/tools/harness"
 	"github.com/rmqha/rmqha/tools/secretfile"
 	"github.com/stretchr/testify/require"

@@ -9,7 +9,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/rmqha/rmqha/libs/broker/meta"
+	"github.com/rmqha/rmqha/libs/meta"
 	"github.com/rmqha/rmqha/libs/metasync"
 	"github.com/rmqha/rmqha/tools/harness"
 	"github.com/stretchr/testify/require"

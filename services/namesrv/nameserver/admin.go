@@ -10,9 +10,9 @@ import (
 	"sync"
 
 	"github.com/rmqha/rmqha/libs/acl"
-	"github.com/rmqha/rmqha/libs/broker/route"
 	"github.com/rmqha/rmqha/libs/props"
 	"github.com/rmqha/rmqha/libs/remoting"
+	"github.com/rmqha/rmqha/libs/route"
 	"github.com/rmqha/rmqha/services/namesrv/kvconfig"
 	"github.com/rmqha/rmqha/services/namesrv/registry"
 	"github.com/sirupsen/logrus"

@@ -8,8 +8,8 @@ import (
 	"testing"
 
 	"github.com/rmqha/rmqha/libs/acl"
-	"github.com/rmqha/rmqha/libs/broker/route"
 	"github.com/rmqha/rmqha/libs/remoting"
+	"github.com/rmqha/rmqha/libs/route"
 	"github.com/stretchr/testify/require"
 )
 

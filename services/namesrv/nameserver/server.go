@@ -14,10 +14,10 @@ import (
 	"time"
 
 	"github.com/rmqha/rmqha/libs/acl"
-	"github.com/rmqha/rmqha/libs/broker/route"
 	"github.com/rmqha/rmqha/libs/commitlog/vfs"
 	"github.com/rmqha/rmqha/libs/obs"
 	"github.com/rmqha/rmqha/libs/remoting"
+	"github.com/rmqha/rmqha/libs/route"
 	"github.com/rmqha/rmqha/libs/tlsconf"
 	"github.com/rmqha/rmqha/services/namesrv/kvconfig"
 	"github.com/rmqha/rmqha/services/namesrv/registry"

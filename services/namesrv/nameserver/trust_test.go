@@ -9,8 +9,8 @@ import (
 	"time"
 
 	"github.com/rmqha/rmqha/libs/acl"
-	"github.com/rmqha/rmqha/libs/broker/route"
 	"github.com/rmqha/rmqha/libs/remoting"
+	"github.com/rmqha/rmqha/libs/route"
 	"github.com/rmqha/rmqha/services/namesrv/registry"
 	"github.com/sirupsen/logrus"
 	"github.com/sirupsen/logrus/hooks/test"

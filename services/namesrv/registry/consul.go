@@ -11,9 +11,9 @@ import (
 	"time"
 
 	consul "github.com/hashicorp/consul/api"
-	"github.com/rmqha/rmqha/libs/broker/failover"
-	"github.com/rmqha/rmqha/libs/broker/route"
 	"github.com/rmqha/rmqha/libs/discovery"
+	"github.com/rmqha/rmqha/libs/failover"
+	"github.com/rmqha/rmqha/libs/route"
 	"github.com/sirupsen/logrus"
 )
 
@@ -56,7 +56,7 @@ func DefaultConsulConfig() ConsulConfig {
 // answer from the last known state, Status says it is stale, and
 // registrations are retried until Consul is back.
 //
-// Groups with automatic failover (libs/broker/failover) hold a lock at
+// Groups with automatic failover (libs/failover) hold a lock at
 // rmqha/leader/<cluster>/<brokerName> whose value names the master's address.
 // While that lock is held it, not a declared epoch, decides who is master: a
 // master registration from another address is refused with ErrNotLeader

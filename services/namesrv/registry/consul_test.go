@@ -9,9 +9,9 @@ import (
 	"time"
 
 	consul "github.com/hashicorp/consul/api"
-	"github.com/rmqha/rmqha/libs/broker/failover"
-	"github.com/rmqha/rmqha/libs/broker/route"
 	"github.com/rmqha/rmqha/libs/discovery"
+	"github.com/rmqha/rmqha/libs/failover"
+	"github.com/rmqha/rmqha/libs/route"
 	"github.com/rmqha/rmqha/services/namesrv/registry"
 	"github.com/rmqha/rmqha/services/namesrv/registrytest"
 	"github.com/rmqha/rmqha/tools/harness"
@@ -154,7 +154,7 @@ func TestConsulOutageStaleThenConverges(t *testing.T) {
 	require.True(t, ok)
 }
 
-// lockGroup takes C/name's failover lock for a broker at addr, as libs/broker/failover does;
+// lockGroup takes C/name's failover lock for a broker at addr, as libs/failover does;
 // the returned function releases it.
 func lockGroup(t *testing.T, cl *consul.Client, name string, node int64, addr string) func() {
 	t.Helper()

@@ -7,7 +7,7 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/rmqha/rmqha/libs/broker/route"
+	"github.com/rmqha/rmqha/libs/route"
 )
 
 // Limits bound what registrations may store. Every Registry checks them on the shared path
@@ -175,7 +175,7 @@ func checkTopics(w route.TopicConfigSerializeWrapper, l Limits) error {
 }
 
 // validTopic applies RocketMQ's topic characters, ^[%|a-zA-Z0-9_-]+$ (the broker applies
-// the same rule, libs/broker/meta.ValidateTopicName, when it creates a topic).
+// the same rule, libs/meta.ValidateTopicName, when it creates a topic).
 func validTopic(s string) bool {
 	if s == "" {
 		return false

@@ -6,7 +6,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/rmqha/rmqha/libs/broker/route"
+	"github.com/rmqha/rmqha/libs/route"
 )
 
 func TestCheckAddr(t *testing.T) {

@@ -6,7 +6,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/rmqha/rmqha/libs/broker/route"
+	"github.com/rmqha/rmqha/libs/route"
 )
 
 type liveBroker struct {

@@ -41,7 +41,7 @@ import (
 	"errors"
 	"time"
 
-	"github.com/rmqha/rmqha/libs/broker/route"
+	"github.com/rmqha/rmqha/libs/route"
 )
 
 // Sentinel errors.

@@ -12,7 +12,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/rmqha/rmqha/libs/broker/route"
+	"github.com/rmqha/rmqha/libs/route"
 	"github.com/rmqha/rmqha/services/namesrv/registry"
 )
 

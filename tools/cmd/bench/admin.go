@@ -10,8 +10,8 @@ import (
 	"time"
 
 	"github.com/rmqha/rmqha/libs/acl"
-	broute "github.com/rmqha/rmqha/libs/broker/route"
 	"github.com/rmqha/rmqha/libs/remoting"
+	broute "github.com/rmqha/rmqha/libs/route"
 	"github.com/sirupsen/logrus"
 )
 

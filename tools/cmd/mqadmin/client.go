@@ -14,8 +14,8 @@ import (
 	"time"
 
 	"github.com/rmqha/rmqha/libs/acl"
-	"github.com/rmqha/rmqha/libs/broker/route"
 	"github.com/rmqha/rmqha/libs/remoting"
+	"github.com/rmqha/rmqha/libs/route"
 	"github.com/sirupsen/logrus"
 )
 

@@ -10,8 +10,8 @@ import (
 	"strings"
 	"time"
 
-	"github.com/rmqha/rmqha/libs/broker/route"
 	"github.com/rmqha/rmqha/libs/remoting"
+	"github.com/rmqha/rmqha/libs/route"
 )
 
 // ResetRow is one queue of resetOffsetByTime's result.

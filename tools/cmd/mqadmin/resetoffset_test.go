@@ -14,7 +14,7 @@ import (
 	"github.com/apache/rocketmq-client-go/v2/consumer"
 	"github.com/apache/rocketmq-client-go/v2/primitive"
 	"github.com/apache/rocketmq-client-go/v2/producer"
-	"github.com/rmqha/rmqha/libs/broker/meta"
+	"github.com/rmqha/rmqha/libs/meta"
 	"github.com/rmqha/rmqha/libs/remoting"
 	"github.com/rmqha/rmqha/tools/e2e"
 	"github.com/rmqha/rmqha/tools/harness"

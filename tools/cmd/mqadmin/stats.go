@@ -9,8 +9,8 @@ import (
 	"strconv"
 	"time"
 
-	"github.com/rmqha/rmqha/libs/broker/route"
 	"github.com/rmqha/rmqha/libs/remoting"
+	"github.com/rmqha/rmqha/libs/route"
 )
 
 // groupAddrs is where a group's state is asked for: --addr, else every master (of -c).

@@ -9,8 +9,8 @@ import (
 	"strconv"
 	"time"
 
-	"github.com/rmqha/rmqha/libs/broker/failover"
 	"github.com/rmqha/rmqha/libs/discovery"
+	"github.com/rmqha/rmqha/libs/failover"
 )
 
 // switchover flags (this command's own; kept out of opts).

@@ -12,8 +12,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/rmqha/rmqha/libs/broker/meta"
 	"github.com/rmqha/rmqha/libs/discovery"
+	"github.com/rmqha/rmqha/libs/meta"
 	"github.com/rmqha/rmqha/libs/metasync"
 	"github.com/rmqha/rmqha/libs/remoting"
 	"github.com/sirupsen/logrus"

@@ -8,7 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/rmqha/rmqha/libs/broker/failover"
+	"github.com/rmqha/rmqha/libs/failover"
 	"github.com/stretchr/testify/require"
 )
 

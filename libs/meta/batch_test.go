@@ -10,8 +10,8 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/rmqha/rmqha/libs/broker/route"
 	"github.com/rmqha/rmqha/libs/commitlog/vfs"
+	"github.com/rmqha/rmqha/libs/route"
 )
 
 // Thousands of Batch creations cost a few rewrites (one per PersistBatchSize

@@ -7,8 +7,8 @@ import (
 
 	"github.com/sirupsen/logrus"
 
-	"github.com/rmqha/rmqha/libs/broker/route"
 	"github.com/rmqha/rmqha/libs/commitlog/vfs"
+	"github.com/rmqha/rmqha/libs/route"
 )
 
 // Names of the table files under <StorePathRootDir>/config/.

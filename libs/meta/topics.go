@@ -3,7 +3,7 @@ package meta
 import (
 	"fmt"
 
-	"github.com/rmqha/rmqha/libs/broker/route"
+	"github.com/rmqha/rmqha/libs/route"
 )
 
 // System topic names (Java TopicValidator / MixAll).

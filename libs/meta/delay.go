@@ -4,7 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 
-	"github.com/rmqha/rmqha/libs/broker/route"
+	"github.com/rmqha/rmqha/libs/route"
 )
 
 // DelayOffsetSnapshot is the decoded delayOffset.json / GET_ALL_DELAY_OFFSET

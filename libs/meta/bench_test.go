@@ -9,8 +9,8 @@ import (
 
 	"github.com/sirupsen/logrus"
 
-	"github.com/rmqha/rmqha/libs/broker/route"
 	"github.com/rmqha/rmqha/libs/commitlog/vfs"
+	"github.com/rmqha/rmqha/libs/route"
 )
 
 // BenchmarkTopicPutPersist measures a topic change with its atomic save on

@@ -4,8 +4,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/rmqha/rmqha/libs/broker/failover"
-	"github.com/rmqha/rmqha/libs/broker/failover/coordtest"
+	"github.com/rmqha/rmqha/libs/failover"
+	"github.com/rmqha/rmqha/libs/failover/coordtest"
 )
 
 func TestMemCoordinatorConformance(t *testing.T) {

@@ -7,7 +7,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/rmqha/rmqha/libs/broker/route"
+	"github.com/rmqha/rmqha/libs/route"
 )
 
 // TopicGroupSeparator joins topic and group in consumer offset keys.
