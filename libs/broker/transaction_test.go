@@ -245,6 +245,7 @@ func TestTransactionCommitWaitsForTimer(t *testing.T) {
 	ext["sysFlag"] = strconv.Itoa(int(txn.TypePrepared))
 	h := invoke(t, c, addr, remoting.SendMessage, ext, []byte("later"))
 	require.Equal(t, remoting.Success, h.Code, h.Remark)
+	require.NoError(t, b.store.WaitDispatched(b.store.MaxOffset(), time.Now().Add(10*time.Second)))
 	require.Equal(t, int64(0), b.store.QueueMaxOffset(timer.Topic, 0), "a half is not timed at its send")
 
 	r := invoke(t, c, addr, remoting.EndTransaction, endExt(t, h, txn.TypeCommit, false), nil)
