@@ -3,12 +3,14 @@ package e2e
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"sort"
 	"strconv"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/apache/rocketmq-client-go/v2/primitive"
 	"github.com/rmqha/rmqha/libs/remoting"
@@ -163,6 +165,9 @@ func (h *History) Check(ctx context.Context, cli *remoting.Client, addrs ...stri
 		byQueue[k] = i
 	}
 	for _, addr := range addrs {
+		if err := waitDispatched(ctx, cli, addr); err != nil {
+			problems = append(problems, addr+": "+err.Error())
+		}
 		problems = append(problems, checkCounts(ctx, cli, addr, sent)...)
 		for i, s := range sent {
 			if !s.Stored() || phys[i] < 0 {
@@ -181,6 +186,38 @@ func (h *History) Check(ctx context.Context, cli *remoting.Client, addrs ...stri
 		problems = append(problems[:20], fmt.Sprintf("... and %d more", len(problems)-20))
 	}
 	return fmt.Errorf("%w:\n  %s", ErrHistory, strings.Join(problems, "\n  "))
+}
+
+// waitDispatched waits until addr has built its consume queues (and message index) for
+// everything its CommitLog holds: the queues are read next, and a broker that has just
+// caught up, restarted or created many topics is still dispatching.
+func waitDispatched(ctx context.Context, cli *remoting.Client, addr string) error {
+	for {
+		resp, err := cli.Invoke(ctx, addr, remoting.NewRequest(remoting.GetBrokerRuntimeInfo, nil, nil))
+		if err == nil && resp.Code == remoting.Success {
+			var kv struct {
+				Table map[string]string `json:"table"`
+			}
+			if err = json.Unmarshal(resp.Body, &kv); err == nil {
+				d, e1 := strconv.ParseInt(kv.Table["dispatchedOffset"], 10, 64)
+				m, e2 := strconv.ParseInt(kv.Table["commitLogMaxOffset"], 10, 64)
+				if e1 != nil || e2 != nil {
+					return fmt.Errorf("runtime info without dispatchedOffset/commitLogMaxOffset")
+				}
+				if d >= m {
+					return nil
+				}
+				err = fmt.Errorf("dispatched %d of %d", d, m)
+			}
+		} else if err == nil {
+			err = fmt.Errorf("runtime info: code %d %s", resp.Code, resp.Remark)
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("consume queues not built before the deadline: %w", err)
+		case <-time.After(20 * time.Millisecond):
+		}
+	}
 }
 
 // MaxProbeQueues is how many queue ids Check asks each broker about per topic.
