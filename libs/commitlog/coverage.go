@@ -564,7 +564,7 @@ func (s *Store) rebuildTargets(targets []*cqTarget, to int64) error {
 			delete(pend, t.cq)
 		}
 		return nil
-	})
+	}, nil)
 	if ferr := flush(); err == nil {
 		err = ferr
 	}
@@ -572,8 +572,9 @@ func (s *Store) rebuildTargets(targets []*cqTarget, to int64) error {
 }
 
 // walkRecords calls fn for every record (blank padding skipped) in [from, to), reading the
-// log in chunks. It stops at the first record that does not parse and returns that error.
-func (s *Store) walkRecords(from, to int64, fn func(m *recordMeta, phys int64) error) error {
+// log in chunks, and chunkDone (when not nil) with the offset after each chunk's last whole
+// record. It stops at the first record that does not parse and returns that error.
+func (s *Store) walkRecords(from, to int64, fn func(m *recordMeta, phys int64) error, chunkDone func(next int64) error) error {
 	buf := make([]byte, dispatchChunk)
 	d := from
 	for d < to {
@@ -618,6 +619,11 @@ func (s *Store) walkRecords(from, to int64, fn func(m *recordMeta, phys int64) e
 			p += int(m.size)
 		}
 		d += int64(p)
+		if chunkDone != nil {
+			if err := chunkDone(d); err != nil {
+				return err
+			}
+		}
 	}
 	return nil
 }

@@ -571,57 +571,7 @@ func (s *Store) indexCatchUp(from, to int64) error {
 		from = s.minOffset.Load()
 	}
 	ix.indexedTo = from
-	buf := make([]byte, dispatchChunk)
-	for d := from; d < to; {
-		end := s.segEnd(d)
-		if end > to {
-			end = to
-		}
-		if end-d > dispatchChunk {
-			end = d + dispatchChunk
-		}
-		b := buf[:end-d]
-		if err := s.readAt(b, d); err != nil {
-			return err
-		}
-		p := 0
-		for p < len(b) {
-			m, err := parseMeta(b[p:])
-			if errors.Is(err, ErrIncomplete) {
-				if p == 0 && len(b) >= 8 {
-					size := int64(int32(be32(b)))
-					if size > int64(len(b)) && d+size <= to && d+size <= s.segEnd(d) && size <= s.maxRecordBytes() {
-						big := make([]byte, size)
-						if err := s.readAt(big, d); err != nil {
-							return err
-						}
-						b = big
-						continue
-					}
-				}
-				break
-			}
-			if err != nil {
-				return s.corruptAt(d+int64(p), "index rebuild: "+err.Error())
-			}
-			if m.blank {
-				p = int(s.segEnd(d+int64(p)) - d)
-				break
-			}
-			if err := ix.indexRecord(&m, d+int64(p)); err != nil {
-				return err
-			}
-			p += int(m.size)
-		}
-		if p == 0 {
-			return s.corruptAt(d, "index rebuild: no whole record")
-		}
-		d += int64(p)
-		if err := ix.advance(d); err != nil {
-			return err
-		}
-	}
-	return nil
+	return s.walkRecords(from, to, ix.indexRecord, ix.advance)
 }
 
 // QueryIndex finds the stored messages of topic carrying key in KEYS or
