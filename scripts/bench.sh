@@ -2,7 +2,7 @@
 # `make bench`: one table of the performance goals (tools/cmd/bench TestBenchTable), each row a
 # broker number beside its anchor measured in the same run (disk write and fdatasync rates,
 # loopback TCP bandwidth and round trip, JetStream R1/R3 on in-process nats-servers), the ratio,
-# and the CPU µs per message of master, slave and client. About four minutes on 2 cores; read the
+# and the CPU µs per message of master, slave and client. About two minutes on 2 cores; read the
 # ratios, not the absolute numbers, on shared machines.
 #
 # BENCH_ALL=1 (`make bench-all`) also runs every module's go benchmarks (BENCH selects them,

@@ -35,7 +35,7 @@ type tableSizes struct {
 	R3         bool          // also measure JetStream R3 (three servers on loopback)
 }
 
-// fullTable is what make bench measures: about three minutes of runs on 2 cores.
+// fullTable is what make bench measures: about two minutes of runs on 2 cores.
 var fullTable = tableSizes{
 	Run: 3 * time.Second, Reps: 3, DiskBytes: 256 << 20, SyncFor: 2 * time.Second, TCPBytes: 256 << 20,
 	RTTs: 5000, Backlog: 256 << 20, BacklogMsg: 16 << 10, R3: true,
