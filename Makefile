@@ -2,7 +2,7 @@
 # `make test` (every test, installing what the tests need first).
 SHELL := /bin/bash
 
-.PHONY: run test deps build bench fmt vet clean
+.PHONY: run test deps build bench bench-all fmt vet clean
 
 run:
 	scripts/run.sh $(RUN_ARGS)
@@ -18,6 +18,9 @@ build:
 
 bench:
 	scripts/bench.sh
+
+bench-all:
+	BENCH_ALL=1 scripts/bench.sh
 
 fmt:
 	gofmt -w $$(git ls-files '*.go' | xargs -n1 dirname | sort -u)

@@ -219,6 +219,10 @@ type Config struct {
 	// HTTPTLSEnable serves the status HTTP port (httpPort) over HTTPS with the remoting
 	// port's server certificate (tls.server.certPath, or test mode's). Default false.
 	HTTPTLSEnable bool `prop:"httpTlsEnable"`
+	// HTTPPprofEnable serves net/http/pprof under /debug/pprof/ on the status HTTP port
+	// (httpPort, over HTTPS with httpTlsEnable); a warning is logged at each start while it is
+	// on. Default false.
+	HTTPPprofEnable bool `prop:"httpPprofEnable"`
 
 	// --- Access control (libs/acl), RocketMQ 4.x plain ACL. ---
 

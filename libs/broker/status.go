@@ -12,6 +12,7 @@ import (
 	"github.com/rmqha/rmqha/libs/commitlog"
 	"github.com/rmqha/rmqha/libs/hawire"
 	"github.com/rmqha/rmqha/libs/obs"
+	"github.com/sirupsen/logrus"
 )
 
 // Status is a snapshot of the broker for the /status endpoint and tools.
@@ -144,7 +145,12 @@ func startHTTP(b *Broker, addr string) (*httpServer, error) {
 		Health:  b.Healthy,
 		Status:  func() any { return b.Status() },
 		Metrics: b.metrics.reg,
+		Pprof:   b.cfg.HTTPPprofEnable,
 	})
+	if b.cfg.HTTPPprofEnable {
+		b.log.WithFields(logrus.Fields{"key": "httpPprofEnable", "addr": ln.Addr().String()}).
+			Warn("httpPprofEnable=true: profiling endpoints (/debug/pprof/) are exposed on the status port")
+	}
 	h := &httpServer{srv: &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second}, ln: ln}
 	go func() { _ = h.srv.Serve(ln) }()
 	return h, nil

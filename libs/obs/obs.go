@@ -1,13 +1,15 @@
 // Package obs is what every service serves over HTTP for operators: /health
 // (200 only when the service can do its job, the reason otherwise), /status
 // (JSON) and /metrics (Prometheus text format, with Go runtime and process
-// metrics), plus the logger set-up every binary shares.
+// metrics), on demand net/http/pprof under /debug/pprof/, plus the logger set-up every binary
+// shares.
 package obs
 
 import (
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"net/http/pprof"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
@@ -31,6 +33,10 @@ type Endpoints struct {
 	Status func() any
 	// Metrics is the registry served on /metrics; nil serves none.
 	Metrics *prometheus.Registry
+	// Pprof serves net/http/pprof under /debug/pprof/ (CPU, heap, goroutine, ... profiles).
+	// Off unless a service's httpPprofEnable key turns it on: profiles show code paths and
+	// a CPU profile costs CPU while it runs, so they are not for anyone who reaches the port.
+	Pprof bool
 }
 
 // Mux builds the HTTP handler for e.
@@ -58,6 +64,15 @@ func Mux(e Endpoints) *http.ServeMux {
 	})
 	if e.Metrics != nil {
 		mux.Handle("/metrics", promhttp.HandlerFor(e.Metrics, promhttp.HandlerOpts{}))
+	}
+	if e.Pprof {
+		// The handlers of net/http/pprof, on this mux rather than http.DefaultServeMux (which
+		// importing the package also fills, and which no service serves).
+		mux.HandleFunc("/debug/pprof/", pprof.Index)
+		mux.HandleFunc("/debug/pprof/cmdline", pprof.Cmdline)
+		mux.HandleFunc("/debug/pprof/profile", pprof.Profile)
+		mux.HandleFunc("/debug/pprof/symbol", pprof.Symbol)
+		mux.HandleFunc("/debug/pprof/trace", pprof.Trace)
 	}
 	return mux
 }

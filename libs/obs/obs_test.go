@@ -62,3 +62,22 @@ func TestExitCode(t *testing.T) {
 	require.Equal(t, 2, ExitCode("svc", errors.New(`unknown key "x"`), &buf))
 	require.Equal(t, "svc: unknown key \"x\"\n", buf.String())
 }
+
+// net/http/pprof is on the mux only when Endpoints.Pprof says so.
+func TestPprofEndpoints(t *testing.T) {
+	for _, on := range []bool{false, true} {
+		srv := httptest.NewServer(Mux(Endpoints{Pprof: on}))
+		for _, p := range []string{"/debug/pprof/", "/debug/pprof/cmdline", "/debug/pprof/heap", "/debug/pprof/symbol"} {
+			resp, err := srv.Client().Get(srv.URL + p)
+			require.NoError(t, err)
+			_, _ = io.Copy(io.Discard, resp.Body)
+			resp.Body.Close()
+			want := 404
+			if on {
+				want = 200
+			}
+			require.Equal(t, want, resp.StatusCode, "%s pprof=%v", p, on)
+		}
+		srv.Close()
+	}
+}

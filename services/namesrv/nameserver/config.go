@@ -84,6 +84,10 @@ type Config struct {
 	// HTTPTLSEnable serves the status HTTP port over HTTPS with the remoting port's server
 	// certificate. Default false.
 	HTTPTLSEnable bool `prop:"httpTlsEnable"`
+	// HTTPPprofEnable serves net/http/pprof under /debug/pprof/ on the status HTTP port
+	// (httpPort, over HTTPS with httpTlsEnable); a warning is logged at each start while it is
+	// on. Default false.
+	HTTPPprofEnable bool `prop:"httpPprofEnable"`
 	// RegistrationSecret is the cluster registration secret (at least 16 bytes; brokers set
 	// the same key): REGISTER_BROKER and UNREGISTER_BROKER must be signed with it under the
 	// access key "rmqha-broker". Default "" (then registrationSecretFile, an Authenticator or

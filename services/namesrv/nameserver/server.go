@@ -201,7 +201,11 @@ func (s *Server) Start() error {
 			return fmt.Errorf("nameserver: http: %w", err)
 		}
 		s.hln = ln
-		mux := obs.Mux(obs.Endpoints{Health: s.Health, Status: func() any { return s.Status() }, Metrics: s.m.reg})
+		mux := obs.Mux(obs.Endpoints{Health: s.Health, Status: func() any { return s.Status() }, Metrics: s.m.reg, Pprof: s.cfg.HTTPPprofEnable})
+		if s.cfg.HTTPPprofEnable {
+			s.log.WithFields(logrus.Fields{"key": "httpPprofEnable", "addr": ln.Addr().String()}).
+				Warn("httpPprofEnable=true: profiling endpoints (/debug/pprof/) are exposed on the status port")
+		}
 		s.http = &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second}
 		go s.http.Serve(ln)
 	}

@@ -1,0 +1,440 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"math"
+	"net/netip"
+	"os"
+	"slices"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"text/tabwriter"
+	"time"
+
+	"github.com/rmqha/rmqha/libs/commitlog"
+	"github.com/rmqha/rmqha/tools/e2e"
+	"github.com/rmqha/rmqha/tools/harness"
+	"github.com/stretchr/testify/require"
+)
+
+// tableSizes sizes one run of the benchmark table: the real one (make bench) and a tiny one for
+// the smoke test.
+type tableSizes struct {
+	Run        time.Duration // length of each broker, JetStream and store run
+	Reps       int           // median of Reps, interleaved with the anchor's runs
+	DiskBytes  int64         // sequential write anchor: bytes written, then one fdatasync
+	SyncFor    time.Duration // fdatasync anchor: how long to append + fdatasync
+	TCPBytes   int64         // loopback throughput anchor: bytes through one stream
+	RTTs       int           // loopback ping-pongs per RTT measurement
+	Backlog    int64         // slave catch-up: bytes produced while the slave is down
+	BacklogMsg int           // message size of the backlog
+	R3         bool          // also measure JetStream R3 (three servers on loopback)
+}
+
+// fullTable is what make bench measures: about two minutes of runs on 2 cores.
+var fullTable = tableSizes{
+	Run: 3 * time.Second, Reps: 3, DiskBytes: 256 << 20, SyncFor: 2 * time.Second, TCPBytes: 256 << 20,
+	RTTs: 5000, Backlog: 256 << 20, BacklogMsg: 16 << 10, R3: true,
+}
+
+// tableRow is one goal of the performance issue: the broker's number, its anchor measured in
+// the same run, the ratio, and the CPU each process spent per message.
+type tableRow struct {
+	Goal       string
+	Value      float64
+	Unit       string
+	Anchor     string
+	AnchorVal  float64
+	AnchorUnit string
+	// Ratio is Value/AnchorVal (for a latency: how many round trips a send costs).
+	Ratio float64
+	// CPU is µs of CPU per message of each measured process.
+	CPU []procUS
+	// Allocs is the bench client's heap allocations per message; negative when not measured.
+	Allocs float64
+	Note   string
+}
+
+type procUS struct {
+	Name string
+	US   float64
+}
+
+func (r tableRow) cpuString() string {
+	if len(r.CPU) == 0 {
+		return "-"
+	}
+	parts := make([]string, 0, len(r.CPU))
+	for _, p := range r.CPU {
+		parts = append(parts, fmt.Sprintf("%s %.1f", p.Name, p.US))
+	}
+	return strings.Join(parts, ", ")
+}
+
+// printTable writes the rows as one aligned table.
+func printTable(w io.Writer, rows []tableRow) {
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "goal\trmqha\tanchor (same run)\tanchor\tratio\tCPU µs/msg\tallocs/msg\tnote")
+	num := func(v float64, unit string) string {
+		switch {
+		case math.IsNaN(v) || v == 0:
+			return "n/a"
+		case unit == "µs":
+			return fmt.Sprintf("%.0f µs", v)
+		case v >= 100:
+			return fmt.Sprintf("%.0f %s", v, unit)
+		}
+		return fmt.Sprintf("%.2f %s", v, unit)
+	}
+	for _, r := range rows {
+		ratio, allocs := "n/a", "-"
+		if r.Ratio > 0 && !math.IsInf(r.Ratio, 0) {
+			ratio = fmt.Sprintf("%.3f", r.Ratio)
+		}
+		if r.Allocs >= 0 {
+			allocs = fmt.Sprintf("%.1f", r.Allocs)
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", r.Goal, num(r.Value, r.Unit), r.Anchor, num(r.AnchorVal, r.AnchorUnit),
+			ratio, r.cpuString(), allocs, r.Note)
+	}
+	_ = tw.Flush()
+}
+
+// sample is one measured run: its value and the CPU it cost.
+type sample struct {
+	val    float64
+	cpu    []procUS
+	allocs float64
+}
+
+// median returns the sample with the median value (the lower middle for an even count).
+func median(s []sample) sample {
+	if len(s) == 0 {
+		return sample{allocs: -1}
+	}
+	s = slices.Clone(s)
+	slices.SortFunc(s, func(a, b sample) int {
+		switch {
+		case a.val < b.val:
+			return -1
+		case a.val > b.val:
+			return 1
+		}
+		return 0
+	})
+	return s[(len(s)-1)/2]
+}
+
+func ratio(v, anchor float64) float64 {
+	if anchor <= 0 {
+		return 0
+	}
+	return v / anchor
+}
+
+// selfCPU is this process's CPU time so far.
+func selfCPU(t testing.TB) time.Duration {
+	d, err := procCPU(os.Getpid())
+	require.NoError(t, err)
+	return d
+}
+
+// perMsg converts the bench tool's per-process CPU into µs per message.
+func perMsg(res *Result) ([]procUS, float64) {
+	n := float64(res.Sent + res.SendErrors)
+	if n == 0 {
+		return nil, -1
+	}
+	out := make([]procUS, 0, len(res.CPU))
+	for _, p := range res.CPU {
+		out = append(out, procUS{p.Name, float64(p.CPU.Nanoseconds()) / 1e3 / n})
+	}
+	return out, float64(res.Allocs) / n
+}
+
+// benchTable measures every row of the table in one run and returns them in order.
+func benchTable(t *testing.T, sz tableSizes) []tableRow {
+	const size = 1024
+	dir := t.TempDir()
+	var rows, storeRows []tableRow
+	logf := func(f string, args ...any) { t.Logf("table: "+f, args...) }
+
+	// --- Store rows, beside the disk they run on. ---
+	diskRate, err := diskWriteRate(dir, sz.DiskBytes)
+	require.NoError(t, err)
+	syncRate, err := fdatasyncRate(dir, sz.SyncFor)
+	require.NoError(t, err)
+	logf("disk sequential write %.0f MB/s, fdatasync %.0f/s", diskRate/1e6, syncRate)
+	var asyncS, syncS []sample
+	var perFsync []float64
+	for rep := 0; rep < sz.Reps; rep++ {
+		asyncS = append(asyncS, storeAppend(t, commitlog.AsyncFlush, 1, size, sz.Run, nil))
+		var mpf float64
+		syncS = append(syncS, storeAppend(t, commitlog.SyncFlush, 64, size, sz.Run, &mpf))
+		perFsync = append(perFsync, mpf)
+	}
+	m := median(asyncS)
+	storeRows = append(storeRows, tableRow{Goal: "store append ASYNC_FLUSH 1 KiB, 1 appender (+ final flush)", Value: m.val / 1e6, Unit: "MB/s",
+		Anchor: "seq write 1 MiB blocks + fdatasync", AnchorVal: diskRate / 1e6, AnchorUnit: "MB/s", Ratio: ratio(m.val, diskRate),
+		CPU: m.cpu, Allocs: -1, Note: fmt.Sprintf("anchor %d MiB once; record bytes", sz.DiskBytes>>20)})
+	m = median(syncS)
+	slices.Sort(perFsync)
+	storeRows = append(storeRows, tableRow{Goal: "store SYNC_FLUSH group commit, 64 appenders 1 KiB", Value: m.val, Unit: "msg/s",
+		Anchor: "1 KiB write + fdatasync, one writer", AnchorVal: syncRate, AnchorUnit: "fsync/s", Ratio: ratio(m.val, syncRate),
+		CPU: m.cpu, Allocs: -1, Note: fmt.Sprintf("%.1f msgs per fsync", perFsync[(len(perFsync)-1)/2])})
+
+	// --- Machine anchors for the broker rows. ---
+	var tcp, rtt []float64
+	for rep := 0; rep < sz.Reps; rep++ {
+		v, err := loopbackThroughput(sz.TCPBytes)
+		require.NoError(t, err)
+		tcp = append(tcp, v)
+		d, err := loopbackRTT(sz.RTTs)
+		require.NoError(t, err)
+		rtt = append(rtt, float64(d.Nanoseconds())/1e3)
+	}
+	slices.Sort(tcp)
+	slices.Sort(rtt)
+	tcpRate, rttUS := tcp[(len(tcp)-1)/2], rtt[(len(rtt)-1)/2]
+	logf("loopback TCP %.0f MB/s, RTT %.1f µs", tcpRate/1e6, rttUS)
+
+	js1, err := startJetStream(t.TempDir(), 1, 30*time.Second)
+	require.NoError(t, err)
+	defer js1.close()
+	jsRun := func(f func() (int64, time.Duration, error)) sample {
+		c0 := selfCPU(t)
+		n, el, err := f()
+		require.NoError(t, err)
+		c := selfCPU(t) - c0
+		return sample{val: float64(n) / el.Seconds(), cpu: []procUS{{"bench+nats", float64(c.Nanoseconds()) / 1e3 / float64(n)}}, allocs: -1}
+	}
+	brokerRun := func(g *e2e.Group, cfg Config) (*Result, sample) {
+		cfg.Namesrv, cfg.Consumers, cfg.Progress, cfg.Size = g.NamesrvAddr, 0, 0, size
+		cfg.CPUPids = fmt.Sprintf("master=%d,slave=%d", g.Master.PID(), g.Slave.PID())
+		res, err := Run(context.Background(), cfg, io.Discard)
+		require.NoError(t, err)
+		require.Positive(t, res.Sent, res.FirstError)
+		cpu, allocs := perMsg(res)
+		v, _ := res.SendRate()
+		return res, sample{val: v, cpu: cpu, allocs: allocs}
+	}
+	stopGroup := func(g *e2e.Group) {
+		g.Master.Kill()
+		g.Slave.Kill()
+		g.Namesrv.Kill()
+	}
+
+	// --- ASYNC_MASTER: 64 in flight, then the slave's catch-up of a backlog. ---
+	gc := e2e.DefaultGroupConfig()
+	gc.MasterRole = "ASYNC_MASTER"
+	gc.MappedFileSizeCommitLog = 64 << 20
+	ga := e2e.StartGroup(t, gc)
+	var rmq, js []sample
+	for rep := 0; rep < sz.Reps; rep++ {
+		cfg := DefaultConfig()
+		cfg.Topic, cfg.Client, cfg.Mode, cfg.Inflight, cfg.Producers, cfg.Duration = "TableAsync", ClientRaw, ModeAsync, 64, 1, sz.Run
+		_, s := brokerRun(ga, cfg)
+		rmq = append(rmq, s)
+		js = append(js, jsRun(func() (int64, time.Duration, error) { return js1.jsAsyncPublish(size, 64, sz.Run) }))
+	}
+	m, a := median(rmq), median(js)
+	rows = append(rows, tableRow{Goal: "ASYNC_MASTER produce 1 KiB, 64 in flight (raw frames)", Value: m.val, Unit: "msg/s",
+		Anchor: "JetStream R1 PublishAsync 1 KiB, 64 pending", AnchorVal: a.val, AnchorUnit: "msg/s", Ratio: ratio(m.val, a.val),
+		CPU: m.cpu, Allocs: m.allocs, Note: fmt.Sprintf("JetStream CPU %s (client and server in one process)", tableRow{CPU: a.cpu}.cpuString())})
+	catchUpRow := catchUp(t, ga, sz, tcpRate)
+	stopGroup(ga)
+
+	// --- SYNC_MASTER: one producer's latency, then rocketmq-client-go SendSync c1/c4. ---
+	gs := e2e.StartGroup(t, e2e.DefaultGroupConfig())
+	var p50 []sample
+	for rep := 0; rep < sz.Reps; rep++ {
+		cfg := DefaultConfig()
+		cfg.Topic, cfg.Client, cfg.Producers, cfg.Duration = "TableSyncLat", ClientRaw, 1, sz.Run
+		res, s := brokerRun(gs, cfg)
+		s.val = float64(Percentile(res.SendLatency, 50).Nanoseconds()) / 1e3
+		p50 = append(p50, s)
+	}
+	m = median(p50)
+	rows = append(rows, tableRow{Goal: "SYNC_MASTER 1 producer p50 (raw frames, 1 KiB)", Value: m.val, Unit: "µs",
+		Anchor: "loopback TCP ping-pong 1 KiB/64 B", AnchorVal: rttUS, AnchorUnit: "µs", Ratio: ratio(m.val, rttUS),
+		CPU: m.cpu, Allocs: m.allocs, Note: "ratio = round trips per send (master, slave, back)"})
+	var js3 *jsCluster
+	var js3Err error
+	if sz.R3 {
+		js3, js3Err = startJetStream(t.TempDir(), 3, 60*time.Second)
+		if js3 != nil {
+			defer js3.close()
+		}
+	}
+	for _, c := range []int{1, 4} {
+		var rmq, r1, r3 []sample
+		for rep := 0; rep < sz.Reps; rep++ {
+			cfg := DefaultConfig()
+			cfg.Topic, cfg.Client, cfg.Producers, cfg.Duration = "TableSyncGo", ClientGo, c, sz.Run
+			_, s := brokerRun(gs, cfg)
+			rmq = append(rmq, s)
+			r1 = append(r1, jsRun(func() (int64, time.Duration, error) { return js1.jsSyncPublish(size, c, sz.Run) }))
+			if js3 != nil {
+				r3 = append(r3, jsRun(func() (int64, time.Duration, error) { return js3.jsSyncPublish(size, c, sz.Run) }))
+			}
+		}
+		m, a := median(rmq), median(r1)
+		rows = append(rows, tableRow{Goal: fmt.Sprintf("SYNC_MASTER rocketmq-client-go SendSync c%d", c), Value: m.val, Unit: "msg/s",
+			Anchor: fmt.Sprintf("JetStream R1 sync publish c%d", c), AnchorVal: a.val, AnchorUnit: "msg/s", Ratio: ratio(m.val, a.val),
+			CPU: m.cpu, Allocs: m.allocs, Note: fmt.Sprintf("JetStream file store (own sync interval, as ASYNC_FLUSH); CPU %s", tableRow{CPU: a.cpu}.cpuString())})
+		switch {
+		case js3 != nil:
+			a3 := median(r3)
+			rows = append(rows, tableRow{Goal: fmt.Sprintf("SYNC_MASTER rocketmq-client-go SendSync c%d", c), Value: m.val, Unit: "msg/s",
+				Anchor: fmt.Sprintf("JetStream R3 sync publish c%d", c), AnchorVal: a3.val, AnchorUnit: "msg/s", Ratio: ratio(m.val, a3.val),
+				CPU: m.cpu, Allocs: m.allocs, Note: fmt.Sprintf("3 nats-servers in one process, sharing the cores with the group; JetStream CPU %s", tableRow{CPU: a3.cpu}.cpuString())})
+		case sz.R3:
+			rows = append(rows, tableRow{Goal: fmt.Sprintf("SYNC_MASTER rocketmq-client-go SendSync c%d", c), Value: m.val, Unit: "msg/s",
+				Anchor: fmt.Sprintf("JetStream R3 sync publish c%d", c), Allocs: -1, Note: fmt.Sprintf("R3 not measured: %v", js3Err)})
+		}
+	}
+	stopGroup(gs)
+	// In the order of the performance issue: broker rows, store rows, catch-up.
+	return append(append(rows, storeRows...), catchUpRow)
+}
+
+// storeAppend appends size-byte messages to a fresh libs/commitlog store from workers
+// goroutines for d. ASYNC_FLUSH counts the final flush in the time; SYNC_FLUSH waits for each
+// append's flush (group commit joins concurrent ones). It returns record bytes/s (ASYNC_FLUSH)
+// or messages/s (SYNC_FLUSH), and with perFsync set, messages per fsync.
+func storeAppend(t *testing.T, mode commitlog.FlushDiskType, workers, size int, d time.Duration, perFsync *float64) sample {
+	cfg := commitlog.DefaultConfig()
+	cfg.Dir = t.TempDir()
+	cfg.SegmentSize = 64 << 20
+	cfg.FlushDiskType = mode
+	s, err := commitlog.Open(cfg)
+	require.NoError(t, err)
+	defer s.Close()
+	body := make([]byte, size)
+	fs0, off0 := s.Stats().Fsyncs, s.MaxOffset()
+	var n atomic.Int64
+	var wg sync.WaitGroup
+	c0 := selfCPU(t)
+	start := time.Now()
+	for w := 0; w < workers; w++ {
+		wg.Add(1)
+		go func(w int) {
+			defer wg.Done()
+			m := &commitlog.Message{Topic: "TableStore", QueueID: int32(w % 8), Body: body, BornTimestamp: time.Now().UnixMilli(),
+				BornHost: netip.MustParseAddrPort("127.0.0.1:5555"), Properties: "UNIQ_KEY\x01" + strings.Repeat("A", 32) + "\x02"}
+			for time.Since(start) < d {
+				r, err := s.Append(m)
+				if err != nil {
+					t.Error(err)
+					return
+				}
+				if mode == commitlog.SyncFlush {
+					if err := <-s.WaitFlush(r.EndOffset, time.Now().Add(time.Minute)); err != nil {
+						t.Error(err)
+						return
+					}
+				}
+				n.Add(1)
+			}
+		}(w)
+	}
+	wg.Wait()
+	require.NoError(t, <-s.WaitFlush(s.MaxOffset(), time.Now().Add(time.Minute)))
+	el := time.Since(start)
+	cpu := selfCPU(t) - c0
+	msgs := float64(max(n.Load(), 1))
+	out := sample{cpu: []procUS{{"bench", float64(cpu.Nanoseconds()) / 1e3 / msgs}}, allocs: -1}
+	if mode == commitlog.SyncFlush {
+		out.val = msgs / el.Seconds()
+	} else {
+		out.val = float64(s.MaxOffset()-off0) / el.Seconds()
+	}
+	if perFsync != nil {
+		*perFsync = msgs / float64(max(s.Stats().Fsyncs-fs0, 1))
+	}
+	return out
+}
+
+// catchUp stops the group's slave, produces sz.Backlog bytes to the master, restarts the slave
+// and times it until it holds everything the master has: replication bytes/s against one
+// loopback TCP stream. The time includes the slave's own start (store recovery, reconnect).
+func catchUp(t *testing.T, g *e2e.Group, sz tableSizes, tcpRate float64) tableRow {
+	g.WaitSlaveCaughtUp(t)
+	before, err := g.SlaveStatus()
+	require.NoError(t, err)
+	require.NoError(t, g.Slave.Stop(30*time.Second))
+	cfg := DefaultConfig()
+	n := int(max(sz.Backlog/int64(sz.BacklogMsg), 1))
+	cfg.Namesrv, cfg.Topic, cfg.Client, cfg.Mode, cfg.Inflight = g.NamesrvAddr, "TableBacklog", ClientRaw, ModeAsync, 16
+	cfg.Size, cfg.N, cfg.Duration, cfg.Producers, cfg.Consumers, cfg.Progress = sz.BacklogMsg, n, 0, 1, 0, 0
+	res, err := Run(context.Background(), cfg, io.Discard)
+	require.NoError(t, err)
+	require.EqualValues(t, n, res.Sent, res.FirstError)
+	target, err := g.MasterStatus()
+	require.NoError(t, err)
+	backlog := target.MaxOffset - before.MaxOffset
+	m0, err := procCPU(g.Master.PID())
+	require.NoError(t, err)
+	start := time.Now()
+	require.NoError(t, g.Slave.Restart())
+	harness.Eventually(t, 5*time.Minute, func() error {
+		s, err := g.SlaveStatus()
+		if err != nil {
+			return err
+		}
+		if s.MaxOffset < target.MaxOffset {
+			return fmt.Errorf("slave at %d of %d", s.MaxOffset, target.MaxOffset)
+		}
+		return nil
+	})
+	el := time.Since(start)
+	m1, err := procCPU(g.Master.PID())
+	require.NoError(t, err)
+	sl, err := procCPU(g.Slave.PID())
+	require.NoError(t, err)
+	rate := float64(backlog) / el.Seconds()
+	return tableRow{Goal: fmt.Sprintf("slave catch-up of a %d MiB backlog (%d KiB messages)", backlog>>20, sz.BacklogMsg>>10),
+		Value: rate / 1e6, Unit: "MB/s", Anchor: "loopback TCP, one stream", AnchorVal: tcpRate / 1e6, AnchorUnit: "MB/s",
+		Ratio: ratio(rate, tcpRate), Allocs: -1,
+		CPU:  []procUS{{"master", float64((m1 - m0).Nanoseconds()) / 1e3 / float64(n)}, {"slave", float64(sl.Nanoseconds()) / 1e3 / float64(n)}},
+		Note: fmt.Sprintf("one run, %.2fs from slave restart; CPU per backlog message", el.Seconds())}
+}
+
+// TestBenchTable prints the performance issue's goals as one table, each beside its anchor
+// measured in the same run (make bench). It takes a few minutes, so it runs only with
+// RMQHA_BENCH=1.
+func TestBenchTable(t *testing.T) {
+	if os.Getenv("RMQHA_BENCH") == "" {
+		t.Skip("set RMQHA_BENCH=1 to run the benchmark table")
+	}
+	rows := benchTable(t, fullTable)
+	var out strings.Builder
+	printTable(&out, rows)
+	fmt.Print("\n" + out.String() + "\n")
+}
+
+// TestBenchTableSmoke runs the table code with tiny sizes and checks that every row has a value
+// and a ratio against its anchor (never how fast anything is).
+func TestBenchTableSmoke(t *testing.T) {
+	sz := tableSizes{Run: 300 * time.Millisecond, Reps: 1, DiskBytes: 4 << 20, SyncFor: 100 * time.Millisecond,
+		TCPBytes: 8 << 20, RTTs: 100, Backlog: 2 << 20, BacklogMsg: 16 << 10, R3: os.Getenv("RMQHA_TABLE_R3") != ""}
+	rows := benchTable(t, sz)
+	var out strings.Builder
+	printTable(&out, rows)
+	t.Log("\n" + out.String())
+	require.GreaterOrEqual(t, len(rows), 7)
+	for _, r := range rows {
+		require.NotEmpty(t, r.Goal)
+		require.Positive(t, r.Value, r.Goal)
+		if sz.R3 || !strings.Contains(r.Anchor, "R3") {
+			require.Positive(t, r.AnchorVal, r.Goal)
+			require.Positive(t, r.Ratio, r.Goal)
+			require.NotEmpty(t, r.CPU, r.Goal)
+		}
+		require.Contains(t, out.String(), r.Goal)
+	}
+}
