@@ -2,6 +2,7 @@ package composetest
 
 import (
 	"context"
+	"fmt"
 	"strconv"
 	"sync"
 	"testing"
@@ -11,6 +12,7 @@ import (
 	"github.com/apache/rocketmq-client-go/v2/consumer"
 	"github.com/apache/rocketmq-client-go/v2/primitive"
 	"github.com/apache/rocketmq-client-go/v2/producer"
+	"github.com/rmqha/rmqha/libs/remoting"
 )
 
 // ledger records every message the test sent and what the group answered.
@@ -73,6 +75,9 @@ type sink struct {
 
 func startSink(t testing.TB, namesrv, group, instance, topic string) *sink {
 	t.Helper()
+	// A push consumer refuses to start while the name server has no route for its topic, and
+	// the master registers a topic it auto-created asynchronously (through Consul here).
+	waitRoute(t, namesrv, topic)
 	s := &sink{got: map[string]int{}, gate: make(chan struct{})}
 	close(s.gate)
 	c, err := rocketmq.NewPushConsumer(
@@ -226,4 +231,24 @@ func sendStatus(s primitive.SendStatus) string {
 		return "SLAVE_NOT_AVAILABLE"
 	}
 	return "status " + strconv.Itoa(int(s))
+}
+
+// waitRoute waits until the name server at namesrv answers a route for topic.
+func waitRoute(t testing.TB, namesrv, topic string) {
+	t.Helper()
+	ccfg := remoting.DefaultClientConfig()
+	cli := remoting.NewClient(ccfg)
+	defer func() { _ = cli.Close() }()
+	eventually(t, time.Minute, 100*time.Millisecond, func() error {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		resp, err := cli.Invoke(ctx, namesrv, remoting.NewRequest(remoting.GetRouteInfoByTopic, map[string]string{"topic": topic}, nil))
+		if err != nil {
+			return err
+		}
+		if resp.Code != remoting.Success {
+			return fmt.Errorf("route of %s: code %d %s", topic, resp.Code, resp.Remark)
+		}
+		return nil
+	})
 }
