@@ -166,3 +166,14 @@ func TestForeignKeysAreReportedNotRefused(t *testing.T) {
 	_, err = LoadOptions(&cfg, "broker", []string{"-sendMessageThreadPoolNums=4"}, nil, &bytes.Buffer{}, o)
 	require.Error(t, err)
 }
+
+func TestJavaKeysCheckAsRocketMQParses(t *testing.T) {
+	k := JavaKeys{"n": JavaInt, "l": JavaLong, "d": JavaDouble, "b": JavaBool, "s": JavaString}
+	require.Equal(t, map[string]bool{"n": true, "l": true, "d": true, "b": true, "s": true}, k.Foreign())
+	for key, v := range map[string]string{"n": " 8 ", "l": "9999999999", "d": "0.5", "b": "maybe", "s": "", "other": "x"} {
+		require.NoError(t, k.Check(key, v), key)
+	}
+	for key, v := range map[string]string{"n": "9999999999", "l": "ten", "d": "half"} {
+		require.ErrorIs(t, k.Check(key, v), ErrJavaValue, key)
+	}
+}
