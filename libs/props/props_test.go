@@ -177,3 +177,17 @@ func TestJavaKeysCheckAsRocketMQParses(t *testing.T) {
 		require.ErrorIs(t, k.Check(key, v), ErrJavaValue, key)
 	}
 }
+
+func TestRewriteReplacesInPlaceAndAppends(t *testing.T) {
+	src := "# comment\nlistenPort = 9876\nlogLevel=info\nmulti=a,\\\n  b\nlistenPort=9877\nkeep=x\\\n  y\n! other\nlast=1"
+	got := string(Rewrite([]byte(src), map[string]string{"listenPort": "9999", "multi": "c", "newKey": "v", "another": "w"}))
+	require.Equal(t, "# comment\nlistenPort=9999\nlogLevel=info\nmulti=c\nlistenPort=9999\nkeep=x\\\n  y\n! other\nlast=1\nanother=w\nnewKey=v\n", got)
+	entries, err := Parse(strings.NewReader(got), "f")
+	require.NoError(t, err)
+	vals := map[string]string{}
+	for _, e := range entries {
+		vals[e.Key] = e.Value
+	}
+	require.Equal(t, map[string]string{"listenPort": "9999", "logLevel": "info", "multi": "c", "keep": "xy", "last": "1", "another": "w", "newKey": "v"}, vals)
+	require.Equal(t, "a=1\n", string(Rewrite(nil, map[string]string{"a": "1"})))
+}

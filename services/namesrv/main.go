@@ -57,6 +57,7 @@ func run() error {
 	if err != nil {
 		return err
 	}
+	cfg.ConfigFile = file // UPDATE_NAMESRV_CONFIG persists here; "" refuses it
 	// plain_acl.yml is found as RocketMQ finds it: a relative aclPlainFile is under ROCKETMQ_HOME.
 	cfg.AclPlainFile = acl.ResolvePath(cfg.AclPlainFile, os.Getenv("ROCKETMQ_HOME"))
 	if err := cfg.Validate(); err != nil {
@@ -69,6 +70,13 @@ func run() error {
 		log.SetFormatter(&logrus.JSONFormatter{})
 	}
 	entry := log.WithField("service", "namesrv")
+	cfg.SetLogLevel = func(level string) error {
+		l, err := logrus.ParseLevel(level)
+		if err == nil {
+			log.SetLevel(l)
+		}
+		return err
+	}
 	if len(ignored) > 0 {
 		sort.Strings(ignored)
 		entry.WithFields(logrus.Fields{"keys": strings.Join(ignored, ","), "count": len(ignored), "configFile": file}).

@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/rmqha/rmqha/libs/acl"
 	"github.com/rmqha/rmqha/libs/props"
 	"github.com/rmqha/rmqha/libs/remoting"
 	"github.com/rmqha/rmqha/tools/e2e"
@@ -96,4 +97,51 @@ func TestNamesrvTyposAndUnparsableNumbersStillRefused(t *testing.T) {
 		require.Contains(t, string(out), "namesrv.conf:2", name)
 		t.Logf("%s: %s", name, strings.TrimSpace(string(out)))
 	}
+}
+
+// TestUpdateNamesrvConfigPersists: UPDATE_NAMESRV_CONFIG signed with the registration secret
+// writes listenPort into the RocketMQ namesrv.conf the name server started from; after a
+// restart it listens there. Unsigned, it is refused and changes nothing.
+func TestUpdateNamesrvConfigPersists(t *testing.T) {
+	src, err := os.ReadFile(rocketmqNamesrvConf)
+	require.NoError(t, err)
+	dir := t.TempDir()
+	ports := harness.MustFreePorts(t, 2)
+	conf := filepath.Join(dir, "namesrv.conf")
+	require.NoError(t, os.WriteFile(conf, []byte(strings.Replace(string(src), "listenPort=9876", "listenPort="+strconv.Itoa(ports[0]), 1)), 0o644))
+	secret := harness.NewSecret()
+	args := []string{"-c", conf, "-bindAddress=127.0.0.1", "-kvConfigPath=" + filepath.Join(dir, "kvConfig.json"),
+		"-registryBackend=memory", "-registrationSecret=" + secret}
+	p := harness.StartProcessT(t, harness.ProcessConfig{Name: "namesrv", Bin: namesrvBin(t), Args: args, Dir: dir})
+	harness.Eventually(t, readyTimeout, func() error { return harness.DialOK(harness.Addr(ports[0])) })
+
+	c := remoting.NewClient(remoting.DefaultClientConfig())
+	t.Cleanup(func() { _ = c.Close() })
+	invoke := func(addr string, req *remoting.Command) *remoting.Command {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		resp, err := c.Invoke(ctx, addr, req)
+		require.NoError(t, err)
+		return resp
+	}
+	body := []byte("listenPort=" + strconv.Itoa(ports[1]) + "\n")
+	resp := invoke(harness.Addr(ports[0]), remoting.NewRequest(remoting.UpdateNamesrvConfig, nil, body))
+	require.Equal(t, remoting.NoPermission, resp.Code, resp.Remark)
+	signedReq := remoting.NewRequest(remoting.UpdateNamesrvConfig, nil, body)
+	acl.SignCommand(signedReq, acl.BrokerAccessKey, secret)
+	resp = invoke(harness.Addr(ports[0]), signedReq)
+	require.Equal(t, remoting.Success, resp.Code, resp.Remark)
+	require.Contains(t, resp.Remark, "applied at the next start: listenPort")
+	t.Logf("UPDATE_NAMESRV_CONFIG: %s", resp.Remark)
+
+	require.NoError(t, p.Stop(30*time.Second))
+	require.NoError(t, p.Restart())
+	harness.Eventually(t, readyTimeout, func() error { return harness.DialOK(harness.Addr(ports[1])) })
+	resp = invoke(harness.Addr(ports[1]), remoting.NewRequest(remoting.GetRouteInfoByTopic, map[string]string{"topic": "NoSuchTopic"}, nil))
+	require.Equal(t, remoting.TopicNotExist, resp.Code, resp.Remark)
+	got, err := os.ReadFile(conf)
+	require.NoError(t, err)
+	require.Contains(t, string(got), "# NettyServerConfig\n", "comments kept")
+	require.Equal(t, strings.Count(string(src), "\n"), strings.Count(string(got), "\n"), "rewritten in place")
+	require.True(t, p.Running())
 }
