@@ -14,38 +14,47 @@ import (
 func Rewrite(src []byte, set map[string]string) []byte {
 	var out strings.Builder
 	seen := map[string]bool{}
-	lines := strings.SplitAfter(string(src), "\n")
-	skip, keep := false, false // inside the continuation lines of a replaced, a kept entry
-	for _, raw := range lines {
+	// The same logical lines as Parse: an entry continues while its line ends in an odd
+	// number of backslashes and what it holds so far is not empty.
+	var raws strings.Builder // the current entry's lines as they are in src
+	var logical strings.Builder
+	end := func() { // the current entry is complete: replaced or copied
+		k, _ := splitKV(logical.String())
+		if v, ok := set[k]; ok {
+			seen[k] = true
+			out.WriteString(k + "=" + v + "\n")
+		} else {
+			out.WriteString(raws.String())
+		}
+		raws.Reset()
+		logical.Reset()
+	}
+	for _, raw := range strings.SplitAfter(string(src), "\n") {
 		if raw == "" {
 			continue
 		}
-		body := strings.TrimRight(raw, "\r\n")
-		line := strings.TrimLeft(body, " \t\f")
-		cont := countTrailingBackslashes(line)%2 == 1
-		if skip {
-			skip = cont
-			continue
-		}
-		if keep {
-			out.WriteString(raw)
-			keep = cont
-			continue
-		}
-		if line == "" || line[0] == '#' || line[0] == '!' {
+		line := strings.TrimLeft(strings.TrimRight(raw, "\r\n"), " \t\f")
+		if logical.Len() == 0 && (line == "" || line[0] == '#' || line[0] == '!') {
+			out.WriteString(raws.String()) // lines of an entry that held nothing
+			raws.Reset()
 			out.WriteString(raw)
 			continue
 		}
-		k, _ := splitKV(strings.TrimSuffix(line, "\\"))
-		v, ok := set[k]
-		if !ok {
-			out.WriteString(raw)
-			keep = cont
+		raws.WriteString(raw)
+		if countTrailingBackslashes(line)%2 == 1 {
+			logical.WriteString(line[:len(line)-1])
 			continue
 		}
-		out.WriteString(k + "=" + v + "\n")
-		seen[k] = true
-		skip = cont
+		logical.WriteString(line)
+		end()
+	}
+	keep := false
+	if logical.Len() > 0 || raws.Len() > 0 {
+		if !strings.HasSuffix(raws.String(), "\n") {
+			raws.WriteString("\n")
+		}
+		keep = logical.Len() > 0 // an entry that continues past the end
+		end()
 	}
 	rest := make([]string, 0, len(set))
 	for k := range set {
@@ -56,6 +65,9 @@ func Rewrite(src []byte, set map[string]string) []byte {
 	sort.Strings(rest)
 	if len(rest) > 0 && out.Len() > 0 && !strings.HasSuffix(out.String(), "\n") {
 		out.WriteString("\n")
+	}
+	if len(rest) > 0 && keep {
+		out.WriteString("\n") // the last entry continues: an empty line ends it
 	}
 	for _, k := range rest {
 		out.WriteString(k + "=" + set[k] + "\n")
