@@ -75,7 +75,11 @@
 // with the rest, and a replica indexes it from what it replicates. When a slot is delivered
 // the keys of its markers are read first (Core.Markers, which keeps the markers of the
 // cursor's slot even once passed); a timer of the slot whose REAL_TOPIC+"+"+UNIQ_KEY a marker
-// names is not stored (Stats.Cancelled), and the marker itself is never stored. As in
+// names is not stored (Stats.Cancelled), and the marker itself is never stored. A marker is
+// stored before its deliver time, at most the end of its slot, so delivery never passes the
+// store time of the last record indexed while the index is behind (a restart, a promotion):
+// a slot is delivered only once its markers are indexed, as RocketMQ's dequeue waits for its
+// enqueue. As in
 // RocketMQ, a marker only cancels within its own slot: one for another deliver time, or
 // arriving after its slot was delivered, cancels nothing. A cancelled timer leaves no copy,
 // so a promoted replica meets the marker again and cancels again.

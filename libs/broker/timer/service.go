@@ -83,6 +83,7 @@ type Service struct {
 	indexed, delivered, skipped atomic.Int64 // indexed: pending in the index files, as of the last persist
 	retries, latSum             atomic.Int64
 	cancelled, markersSeen      atomic.Int64
+	indexedStoreMs              int64 // loop goroutine only: latest store time of a record indexed (or passed over as indexed)
 	// Loop goroutine only: the keys the markers of delSlot name (delN markers read).
 	delSlot      int64
 	delN         int
@@ -471,6 +472,7 @@ func (s *Service) enqueueRound() bool {
 			s.enqueue++
 			continue
 		}
+		s.indexedStoreMs = max(s.indexedStoreMs, rec.StoreTimestamp)
 		props := commitlog.ParseProperties(rec.Properties)
 		out, ok := OutMs(props)
 		if !ok {
@@ -506,6 +508,20 @@ func (s *Service) enqueueRound() bool {
 	return len(res.Records) > 0 // a short read (a segment end, a byte cap) is no sign of the end
 }
 
+// deliverNow is the time delivery may go up to: now once every timer record in the queue is
+// indexed, else no further than the store time of the last record indexed. A delete marker
+// for slot K was stored before its deliver time, which is at most K+precision, so a slot is
+// only delivered once every record stored before its end is indexed, its markers included
+// (RocketMQ's dequeue waits for its enqueue in the same way: currReadTimeMs <
+// currWriteTimeMs). While the index is behind (a restart, a promotion) delivery follows it.
+func (s *Service) deliverNow() int64 {
+	now := s.cfg.Now().UnixMilli()
+	if s.enqueue >= s.store.QueueMaxOffset(Topic, 0) {
+		return now
+	}
+	return min(now, s.indexedStoreMs)
+}
+
 // deliverRound loads the cursor's bucket if needed and fires what is due; false when stopped
 // or demoted mid-round.
 func (s *Service) deliverRound(stop <-chan struct{}) bool {
@@ -514,7 +530,7 @@ func (s *Service) deliverRound(stop <-chan struct{}) bool {
 		if !need {
 			break
 		}
-		now := s.cfg.Now().UnixMilli()
+		now := s.deliverNow()
 		entries, exists, bad, err := s.idx.read(b)
 		if err != nil {
 			s.log.WithError(err).WithField("bucket", b).Error("timer bucket unreadable; retried")
@@ -544,7 +560,7 @@ func (s *Service) deliverRound(stop <-chan struct{}) bool {
 		s.core.Advance(now)
 	}
 	for {
-		now := s.cfg.Now().UnixMilli()
+		now := s.deliverNow()
 		due := s.core.Due(now, deliverBatch)
 		for _, e := range due {
 			if e.Marker {

@@ -291,3 +291,13 @@ func TestServiceCancels(t *testing.T) {
 		})
 	}
 }
+
+// TestServiceCancelsWithABacklog: timers already due and their markers, stored before the
+// service starts (the index far behind, as after a restart or a promotion): a slot is only
+// delivered once its markers are indexed, so every named timer is cancelled.
+func TestServiceCancelsWithABacklog(t *testing.T) {
+	_, st := deliverBacklog(t, 20, 100, 10, true)
+	require.Equal(t, int64(200), st.Cancelled)
+	require.Equal(t, int64(1800), st.Delivered)
+	require.Equal(t, int64(200), st.Markers)
+}
