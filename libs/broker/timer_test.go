@@ -49,7 +49,8 @@ func TestTimerSend(t *testing.T) {
 	// A deliver time already past is stored in its topic at once.
 	resp = invoke(t, c, b.Addr(), remoting.SendMessage, sendExt("TT", 1, props("TIMER_DELIVER_MS", "1000")), []byte("now"))
 	require.Equal(t, remoting.Success, resp.Code, resp.Remark)
-	require.Equal(t, int64(1), b.store.QueueMaxOffset("TT", 1))
+	// Dispatched into the consume queue after the answer: poll for it.
+	require.Eventually(t, func() bool { return b.store.QueueMaxOffset("TT", 1) == 1 }, 10*time.Second, 5*time.Millisecond)
 
 	// RocketMQ's refusals.
 	resp = invoke(t, c, b.Addr(), remoting.SendMessage, sendExt("TT", 0, props("TIMER_DELAY_SEC", strconv.Itoa(3*24*3600+10))), []byte("far"))
