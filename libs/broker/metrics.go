@@ -424,6 +424,8 @@ var (
 	descTimerPending = desc("timer_pending", "Timer messages (rmq_sys_wheel_timer) not yet delivered: indexed ones plus the queue not yet indexed.")
 	descTimerDeliv   = desc("timer_delivered_total", "Timer messages delivered into their real topics since start.")
 	descTimerSkipped = desc("timer_skipped_total", "Timer index entries or records that could not be delivered (logged).")
+	descTimerCancel  = desc("timer_cancelled_total", "Timer messages not delivered because a delete marker (TIMER_DEL_UNIQKEY) of their slot named them, since start.")
+	descTimerMarkers = desc("timer_delete_markers_total", "Timer delete markers (TIMER_DEL_UNIQKEY) whose slot was reached since start (never delivered themselves).")
 	descTimerLate    = desc("timer_lateness_seconds", "How long after its due time (the end of its slot) each timer message was delivered.")
 
 	descEpoch        = desc("ha_epoch", "Master: current epoch; slave: last epoch of its log.")
@@ -455,7 +457,7 @@ var allDescs = []*prometheus.Desc{
 	descPullReq, descHeld, descMetaVer, descMetaLen, descClients, descEpoch, descConfirmed,
 	descAutoCreated, descAutoRefused, descHBRefused, descMetaWrites, descMetaPending, descCQRepairs, descCQRestored, descDelayRefused, descSysTopicSend,
 	descLocks, descLockRefused,
-	descTimerPending, descTimerDeliv, descTimerSkipped, descTimerLate,
+	descTimerPending, descTimerDeliv, descTimerSkipped, descTimerCancel, descTimerMarkers, descTimerLate,
 	descInSync, descInSyncSlaves, descNeeded, descSlavesConn, descWaiters, descSlaveLag,
 	descSlaveLagSec, descSlaveInSync, descSlaveAck, descSlaveAckAge, descHACounter,
 	descReplConnected, descReplFailed, descReplLag, descReplLagSec, descMasterMax, descReconnects, descHARefused,
@@ -571,6 +573,8 @@ func (c *stateCollector) Collect(ch chan<- prometheus.Metric) {
 		gauge(descTimerPending, float64(ts.Pending))
 		counter(descTimerDeliv, float64(ts.Delivered))
 		counter(descTimerSkipped, float64(ts.Skipped))
+		counter(descTimerCancel, float64(ts.Cancelled))
+		counter(descTimerMarkers, float64(ts.Markers))
 		buckets := make(map[float64]uint64, len(timer.LatenessBounds))
 		var cum uint64
 		for i, ub := range timer.LatenessBounds {

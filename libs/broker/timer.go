@@ -55,7 +55,7 @@ func (b *Broker) timerSend(w remoting.ResponseWriter, req *remoting.Command, msg
 // timerRuntimeInfo adds RocketMQ 5's timer keys of GET_BROKER_RUNTIME_INFO (timerReadBehind:
 // seconds the delivery cursor is behind the clock on a delivering master; timerOffsetBehind:
 // timer records not yet indexed) and this broker's own (timerPending, timerDelivered,
-// timerSkipped, timerLatenessHistogram: counts per timer.LatenessBounds bucket).
+// timerSkipped, timerCancelled, timerDeleteMarkers, timerLatenessHistogram: counts per timer.LatenessBounds bucket).
 func (b *Broker) timerRuntimeInfo(t map[string]string, ts *timer.Stats) {
 	if ts == nil {
 		return
@@ -69,6 +69,8 @@ func (b *Broker) timerRuntimeInfo(t map[string]string, ts *timer.Stats) {
 	t["timerPending"] = strconv.FormatInt(ts.Pending, 10)
 	t["timerDelivered"] = strconv.FormatInt(ts.Delivered, 10)
 	t["timerSkipped"] = strconv.FormatInt(ts.Skipped, 10)
+	t["timerCancelled"] = strconv.FormatInt(ts.Cancelled, 10)
+	t["timerDeleteMarkers"] = strconv.FormatInt(ts.Markers, 10)
 	if js, err := json.Marshal(map[string]any{"boundsMs": timer.LatenessBounds, "counts": ts.Lateness}); err == nil {
 		t["timerLatenessHistogram"] = string(js)
 	}

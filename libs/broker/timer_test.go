@@ -58,6 +58,8 @@ func TestTimerSend(t *testing.T) {
 	require.Contains(t, resp.Remark, "max delay 259200000ms")
 	resp = invoke(t, c, b.Addr(), remoting.SendMessage, sendExt("TT", 0, props("TIMER_DELAY_SEC", "x")), []byte("bad"))
 	require.Equal(t, remoting.MessageIllegal, resp.Code)
+	resp = invoke(t, c, b.Addr(), remoting.SendMessage, sendExt("TT", 0, props("TIMER_DELIVER_MS", "1000", "TIMER_DEL_UNIQKEY", "TT+x")), []byte("del"))
+	require.Equal(t, remoting.MessageIllegal, resp.Code, "a delete marker must be for a future time")
 
 	// A client cannot pose as a delivered copy: TIMER_SOURCE is the timer service's own mark.
 	resp = invoke(t, c, b.Addr(), remoting.SendMessage, sendExt("TT", 2, props(timer.PropertySource, "99999999999:1", "TIMER_DEQUEUE_MS", "1")), []byte("posed"))
@@ -121,4 +123,41 @@ func TestPromotedSlaveContinuesTimers(t *testing.T) {
 		require.Equal(t, 1, seen["late"+strconv.Itoa(i)], "delivered by the new master once")
 	}
 	require.Equal(t, int64(5), b.Status().Timer.Delivered)
+}
+
+// A delete marker replicates with its timers: the promoted slave cancels the timer it names
+// and delivers the other one of the slot.
+func TestPromotedSlaveKeepsCancellation(t *testing.T) {
+	acfg := syncMasterConfig(t)
+	acfg.TimerPrecisionMs = 100
+	a := startBroker(t, acfg)
+	bcfg := slaveConfig(t, a.HAAddr())
+	bcfg.TimerPrecisionMs = 100
+	b := startBroker(t, bcfg)
+	a.SetPromotion(PromotionConfig{SlaveID: 1})
+	c := newTestClient(t)
+	require.Eventually(t, func() bool { return len(a.InSyncSlaves()) == 1 }, 10*time.Second, 5*time.Millisecond)
+	due := strconv.FormatInt(time.Now().UnixMilli()+1500, 10)
+	for _, m := range [][]string{
+		{"TIMER_DELIVER_MS", due, "UNIQ_KEY", "u1", "KEYS", "one"},
+		{"TIMER_DELIVER_MS", due, "UNIQ_KEY", "u2", "KEYS", "two"},
+		{"TIMER_DELIVER_MS", due, "UNIQ_KEY", "u3", "TIMER_DEL_UNIQKEY", timer.DeleteKey("TMC", "u1")},
+	} {
+		resp := invoke(t, c, a.Addr(), remoting.SendMessage, sendExt("TMC", 0, props(m...)), []byte(m[5]))
+		require.Equal(t, remoting.Success, resp.Code, resp.Remark)
+	}
+	require.Eventually(t, func() bool { return b.Status().Timer.Enqueue == 3 }, 10*time.Second, 5*time.Millisecond)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	require.NoError(t, a.Demote(ctx))
+	_, err := b.Promote(ctx, a.Epoch()+1)
+	require.NoError(t, err)
+
+	require.Eventually(t, func() bool { return b.Status().Timer.Cancelled == 1 }, 10*time.Second, 10*time.Millisecond)
+	require.Eventually(t, func() bool { return b.store.QueueMaxOffset("TMC", 0) == 1 }, 10*time.Second, 5*time.Millisecond)
+	rec, _ := recordAt(t, b, "TMC", 0, 0)
+	require.Equal(t, "two", string(rec.Body))
+	require.Eventually(t, func() bool { return b.Status().Timer.Pending == 0 }, 10*time.Second, 10*time.Millisecond)
+	require.Equal(t, int64(1), b.store.QueueMaxOffset("TMC", 0), "the cancelled timer and the marker never arrive")
+	require.Zero(t, a.store.QueueMaxOffset("TMC", 0), "the old master delivered nothing")
 }

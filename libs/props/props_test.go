@@ -166,3 +166,56 @@ func TestForeignKeysAreReportedNotRefused(t *testing.T) {
 	_, err = LoadOptions(&cfg, "broker", []string{"-sendMessageThreadPoolNums=4"}, nil, &bytes.Buffer{}, o)
 	require.Error(t, err)
 }
+
+func TestJavaKeysCheckAsRocketMQParses(t *testing.T) {
+	k := JavaKeys{"n": JavaInt, "l": JavaLong, "d": JavaDouble, "b": JavaBool, "s": JavaString}
+	require.Equal(t, map[string]bool{"n": true, "l": true, "d": true, "b": true, "s": true}, k.Foreign())
+	for key, v := range map[string]string{"n": " 8 ", "l": "9999999999", "d": "0.5", "b": "maybe", "s": "", "other": "x"} {
+		require.NoError(t, k.Check(key, v), key)
+	}
+	for key, v := range map[string]string{"n": "9999999999", "l": "ten", "d": "half"} {
+		require.ErrorIs(t, k.Check(key, v), ErrJavaValue, key)
+	}
+}
+
+func TestRewriteReplacesInPlaceAndAppends(t *testing.T) {
+	src := "# comment\nlistenPort = 9876\nlogLevel=info\nmulti=a,\\\n  b\nlistenPort=9877\nkeep=x\\\n  y\n! other\nlast=1"
+	got := string(Rewrite([]byte(src), map[string]string{"listenPort": "9999", "multi": "c", "newKey": "v", "another": "w"}))
+	require.Equal(t, "# comment\nlistenPort=9999\nlogLevel=info\nmulti=c\nlistenPort=9999\nkeep=x\\\n  y\n! other\nlast=1\nanother=w\nnewKey=v\n", got)
+	entries, err := Parse(strings.NewReader(got), "f")
+	require.NoError(t, err)
+	vals := map[string]string{}
+	for _, e := range entries {
+		vals[e.Key] = e.Value
+	}
+	require.Equal(t, map[string]string{"listenPort": "9999", "logLevel": "info", "multi": "c", "keep": "xy", "last": "1", "another": "w", "newKey": "v"}, vals)
+	require.Equal(t, "a=1\n", string(Rewrite(nil, map[string]string{"a": "1"})))
+}
+
+// FuzzRewrite: no input makes Rewrite panic, and what it writes parses back with the new
+// values winning.
+func FuzzRewrite(f *testing.F) {
+	f.Add([]byte("# c\na=1\nb=x\\\n y\n"), "a", "2")
+	f.Add([]byte("a"), "b", "")
+	f.Fuzz(func(t *testing.T, src []byte, key, value string) {
+		k, _ := splitKV(key)
+		if k == "" || k != key || strings.ContainsAny(key, "\r\n\\#!") || strings.ContainsAny(value, "\r\n\\") ||
+			strings.TrimSpace(value) != value {
+			return
+		}
+		out := Rewrite(src, map[string]string{key: value})
+		entries, err := Parse(bytes.NewReader(out), "f")
+		if err != nil {
+			return // src itself was not a properties text
+		}
+		last := ""
+		found := false
+		for _, e := range entries {
+			if e.Key == key {
+				last, found = e.Value, true
+			}
+		}
+		require.True(t, found)
+		require.Equal(t, value, last)
+	})
+}

@@ -7,14 +7,16 @@ package main
 
 import (
 	"context"
-	"time"
-
 	"errors"
 	"fmt"
-	"github.com/rmqha/rmqha/libs/discovery"
 	"os"
 	"os/signal"
+	"sort"
+	"strings"
 	"syscall"
+	"time"
+
+	"github.com/rmqha/rmqha/libs/discovery"
 
 	"github.com/rmqha/rmqha/libs/acl"
 	"github.com/rmqha/rmqha/libs/props"
@@ -36,10 +38,26 @@ func main() {
 
 func run() error {
 	cfg := nameserver.DefaultConfig()
-	file, err := props.LoadOS(&cfg)
+	// Keys of a RocketMQ 4.9 namesrv.conf that mean nothing here are accepted and warned about.
+	rk := nameserver.RocketMQKeys()
+	var ignored []string
+	var ignoredErr error
+	file, err := props.LoadOptions(&cfg, os.Args[0], os.Args[1:], os.Environ(), os.Stderr, props.Options{
+		Foreign: rk.Foreign(),
+		Ignored: func(key, value, source string) {
+			if err := rk.Check(key, value); err != nil && ignoredErr == nil {
+				ignoredErr = fmt.Errorf("%w (%s)", err, source)
+			}
+			ignored = append(ignored, key)
+		},
+	})
+	if err == nil {
+		err = ignoredErr
+	}
 	if err != nil {
 		return err
 	}
+	cfg.ConfigFile = file // UPDATE_NAMESRV_CONFIG persists here; "" refuses it
 	// plain_acl.yml is found as RocketMQ finds it: a relative aclPlainFile is under ROCKETMQ_HOME.
 	cfg.AclPlainFile = acl.ResolvePath(cfg.AclPlainFile, os.Getenv("ROCKETMQ_HOME"))
 	if err := cfg.Validate(); err != nil {
@@ -52,6 +70,18 @@ func run() error {
 		log.SetFormatter(&logrus.JSONFormatter{})
 	}
 	entry := log.WithField("service", "namesrv")
+	cfg.SetLogLevel = func(level string) error {
+		l, err := logrus.ParseLevel(level)
+		if err == nil {
+			log.SetLevel(l)
+		}
+		return err
+	}
+	if len(ignored) > 0 {
+		sort.Strings(ignored)
+		entry.WithFields(logrus.Fields{"keys": strings.Join(ignored, ","), "count": len(ignored), "configFile": file}).
+			Warn("RocketMQ namesrv.conf keys with no meaning here: ignored (this name server behaves as with their RocketMQ defaults, or has no such mechanism)")
+	}
 	cfg.Logger = entry
 	reg, backend, kv, err := openRegistry(cfg, entry)
 	if err != nil {

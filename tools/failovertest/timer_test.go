@@ -43,7 +43,8 @@ func (g *group) stored(addr string) (int64, error) {
 // TestTimersSurviveFailover sends timer messages with the unmodified rocketmq-client-go
 // (WithDelayTimestamp), kills -9 the master once part of them is delivered, and requires the
 // promoted slave to deliver the rest: every timer present on the new master, never early, and
-// few repeated (the new master resumes after the last delivered copy it replicated).
+// few repeated (the new master resumes after the last delivered copy it replicated). A timer
+// cancelled by a delete marker before the kill stays cancelled on the new master.
 func TestTimersSurviveFailover(t *testing.T) {
 	g := startGroup(t, 2)
 	m := g.waitMaster(2)
@@ -56,17 +57,19 @@ func TestTimersSurviveFailover(t *testing.T) {
 	const n = 40
 	want := map[string]int64{}
 	start := time.Now()
-	for i := range n {
-		key := "t" + strconv.Itoa(i)
-		at := start.Add(4*time.Second + time.Duration(i)*150*time.Millisecond) // 4 s .. 10 s
+	send := func(key string, at time.Time, prop ...string) *primitive.SendResult {
 		msg := primitive.NewMessage(topic, []byte(key))
 		msg.WithKeys([]string{key})
 		msg.WithDelayTimestamp(at)
+		if len(prop) == 2 {
+			msg.WithProperty(prop[0], prop[1])
+		}
+		var res *primitive.SendResult
 		harness.Eventually(t, 20*time.Second, func() error { // the route appears after the topic is created
 			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 			defer cancel()
-			res, err := p.SendSync(ctx, msg)
-			if err != nil {
+			var err error
+			if res, err = p.SendSync(ctx, msg); err != nil {
 				return err
 			}
 			if res.Status != primitive.SendOK {
@@ -74,8 +77,21 @@ func TestTimersSurviveFailover(t *testing.T) {
 			}
 			return nil
 		})
+		return res
+	}
+	for i := range n {
+		key := "t" + strconv.Itoa(i)
+		at := start.Add(4*time.Second + time.Duration(i)*150*time.Millisecond) // 4 s .. 10 s
+		send(key, at)
 		want[key] = at.UnixMilli()
 	}
+	// Two timers of one slot after the kill, and a delete marker (TIMER_DEL_UNIQKEY) for the
+	// first: the promoted slave cancels it and delivers the other.
+	late := start.Add(11 * time.Second)
+	cancelled := send("cancelled", late)
+	send("kept", late)
+	send("marker", late, "TIMER_DEL_UNIQKEY", topic+"+"+cancelled.MsgID)
+	want["kept"] = late.UnixMilli()
 	harness.Eventually(t, 30*time.Second, func() error {
 		if d, err := g.stored(m.addr); err != nil || d < n/4 {
 			return fmt.Errorf("%d delivered (%v)", d, err)
@@ -106,7 +122,7 @@ func TestTimersSurviveFailover(t *testing.T) {
 		defer mu.Unlock()
 		for k := range want {
 			if len(got[k]) == 0 {
-				return fmt.Errorf("%s not delivered yet (%d of %d keys)", k, len(got), n)
+				return fmt.Errorf("%s not delivered yet (%d of %d keys)", k, len(got), len(want))
 			}
 		}
 		return nil
@@ -123,7 +139,10 @@ func TestTimersSurviveFailover(t *testing.T) {
 			require.GreaterOrEqual(t, deq, at, "%s delivered early", k)
 		}
 	}
-	t.Logf("failover with timers pending: %d sent, %d copies on the new master (%d repeated)", n, total, total-n)
-	require.LessOrEqual(t, total-n, int64(10), "repeats beyond what the old master delivered unreplicated")
+	require.NotContains(t, got, "cancelled", "cancelled by its delete marker, across the failover")
+	require.NotContains(t, got, "marker", "a delete marker is never delivered")
+	sent := int64(len(want))
+	t.Logf("failover with timers pending: %d delivered, 1 cancelled, %d copies on the new master (%d repeated)", sent, total, total-sent)
+	require.LessOrEqual(t, total-sent, int64(10), "repeats beyond what the old master delivered unreplicated")
 	require.True(t, nm.proc.Running())
 }

@@ -172,6 +172,8 @@ type timerStatus struct {
 		Pending    int64   `json:"pending"`
 		Delivered  int64   `json:"delivered"`
 		Skipped    int64   `json:"skipped"`
+		Cancelled  int64   `json:"cancelled"`
+		Markers    int64   `json:"markers"`
 		Lateness   []int64 `json:"latenessHistogram"`
 		LateSumMs  int64   `json:"latenessSumMs"`
 	} `json:"timer"`
@@ -325,5 +327,66 @@ func TestTimerMasterKilled(t *testing.T) {
 	// At most what a checkpoint interval (1 s) plus the slot being delivered holds: 10 timers
 	// a second here; allow several intervals for a slow machine's last checkpoint.
 	require.LessOrEqual(t, dups, int64(40), "duplicates beyond a few checkpoint intervals")
+	require.True(t, g.Slave.Running() && g.Master.Running())
+}
+
+// TestTimerCancel: of two timers for the same time, the one a delete marker (RocketMQ 5's
+// TIMER_DEL_UNIQKEY = topic+"+"+message id, sent for the same time) names never arrives, the
+// other does, across a kill -9 and restart of the master between the marker and the due time;
+// the marker itself never arrives, on the master nor on the slave.
+func TestTimerCancel(t *testing.T) {
+	g := startGroup(t)
+	const topic = "TimerCancel"
+	g.CreateTopic(t, topic, queues)
+	p := newProducer(t, g)
+	want := time.Now().Add(8 * time.Second)
+	sendTimer := func(key string, extra func(*primitive.Message)) *primitive.SendResult {
+		msg := primitive.NewMessage(topic, []byte(key))
+		msg.WithKeys([]string{key})
+		msg.WithDelayTimestamp(want)
+		extra(msg)
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		res, err := p.SendSync(ctx, msg)
+		require.NoError(t, err)
+		require.Equal(t, primitive.SendOK, res.Status, res.String())
+		return res
+	}
+	cancelled := sendTimer("cancelled", func(*primitive.Message) {})
+	sendTimer("kept", func(*primitive.Message) {})
+	sendTimer("marker", func(m *primitive.Message) { m.WithProperty("TIMER_DEL_UNIQKEY", topic+"+"+cancelled.MsgID) })
+
+	g.Master.Kill()
+	<-g.Master.Done()
+	require.NoError(t, g.Master.Restart())
+	g.WaitMasterReady(t)
+
+	r := startConsumer(t, g, "cg-timer-cancel", topic)
+	require.Eventually(t, func() bool { return r.has([]sentMsg{{key: "kept"}}) }, 60*time.Second, 50*time.Millisecond, "the timer not cancelled is lost\n%s", g.Logs(4096))
+	var st timerStatus
+	require.NoError(t, harness.WaitFor(30*time.Second, func() error {
+		var err error
+		if st, err = status(g.MasterHTTP); err != nil {
+			return err
+		}
+		if st.Timer == nil || st.Timer.Pending != 0 || st.Timer.Cancelled != 1 {
+			return fmt.Errorf("timer status %+v", st.Timer)
+		}
+		return nil
+	}))
+	require.Equal(t, int64(1), st.Timer.Markers)
+	require.Equal(t, int64(1), stored(t, g, g.MasterAddr, topic), "only the timer not cancelled is stored")
+	require.NoError(t, harness.WaitFor(30*time.Second, func() error {
+		if n := stored(t, g, g.SlaveAddr, topic); n != 1 {
+			return fmt.Errorf("slave holds %d", n)
+		}
+		return nil
+	}))
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	require.Len(t, r.msgs["kept"], 1)
+	require.Equal(t, "kept", string(r.msgs["kept"][0].Body))
+	require.NotContains(t, r.msgs, "cancelled")
+	require.NotContains(t, r.msgs, "marker")
 	require.True(t, g.Slave.Running() && g.Master.Running())
 }

@@ -21,13 +21,21 @@ import (
 // it is left. A timer indexed after its slot
 // has passed the cursor is indexed under the cursor's slot instead (late, delivered in the
 // next round).
+//
+// Delete markers (Entry.Marker, RocketMQ 5's TIMER_DEL_UNIQKEY) are entries like any other:
+// they go through the heap in order and move the cursor, but are never stored. The caller
+// asks Markers for the markers of a slot before storing any timer of it: a timer whose key a
+// marker of its slot names is cancelled. The markers of the cursor's slot are kept even when
+// the cursor has passed them (a restart inside the slot), so that a marker indexed before its
+// timer still cancels it.
 type Core struct {
 	p, span int64
 	cursor  int64
 	done    int64 // highest queue offset delivered in the cursor's slot, -1 for none
 	bucket  int64 // start of the bucket in memory, -1 for none
 	h       entryHeap
-	seen    map[int64]struct{} // queue offsets in the loaded bucket: an entry indexed twice is delivered once
+	seen    map[int64]struct{}        // queue offsets in the loaded bucket: an entry indexed twice is delivered once
+	markers map[int64]map[int64]Entry // slot -> queue offset -> delete marker, for slots from the cursor's on
 }
 
 // NewCore returns a core with precision p ms, bucket span ms (a multiple of p) and the
@@ -48,6 +56,11 @@ func (c *Core) Done() int64 { return c.done }
 // moveTo sets the cursor to slot (later than the cursor) with done delivered in it.
 func (c *Core) moveTo(slot, done int64) {
 	c.cursor, c.done = slot, done
+	for s := range c.markers {
+		if s < slot {
+			delete(c.markers, s)
+		}
+	}
 }
 
 // delivered reports whether an entry is behind the cursor.
@@ -110,6 +123,7 @@ func (c *Core) Load(bucket int64, entries []Entry) int {
 	c.bucket = bucket
 	c.h = c.h[:0]
 	c.seen = make(map[int64]struct{}, len(entries))
+	c.markers = nil
 	for _, e := range entries {
 		c.Add(e)
 	}
@@ -132,11 +146,24 @@ func (c *Core) Unload() {
 	c.bucket = -1
 	c.h = c.h[:0]
 	c.seen = nil
+	c.markers = nil
 }
 
 // Add keeps an entry just indexed in memory when it belongs to the loaded bucket.
 func (c *Core) Add(e Entry) {
-	if c.bucket < 0 || c.delivered(e) || c.BucketOf(e.Slot) != c.bucket {
+	if c.bucket < 0 || c.BucketOf(e.Slot) != c.bucket {
+		return
+	}
+	if e.Marker && e.Slot >= c.cursor {
+		if c.markers == nil {
+			c.markers = map[int64]map[int64]Entry{}
+		}
+		if c.markers[e.Slot] == nil {
+			c.markers[e.Slot] = map[int64]Entry{}
+		}
+		c.markers[e.Slot][e.QueueOffset] = e
+	}
+	if c.delivered(e) {
 		return
 	}
 	if _, dup := c.seen[e.QueueOffset]; dup {
@@ -145,6 +172,24 @@ func (c *Core) Add(e Entry) {
 	c.seen[e.QueueOffset] = struct{}{}
 	heap.Push(&c.h, e)
 }
+
+// Markers returns the delete markers of slot held in memory (those of the loaded bucket),
+// in queue offset order, including those the cursor has passed in its own slot.
+func (c *Core) Markers(slot int64) []Entry {
+	m := c.markers[slot]
+	if len(m) == 0 {
+		return nil
+	}
+	out := make([]Entry, 0, len(m))
+	for _, e := range m {
+		out = append(out, e)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].QueueOffset < out[j].QueueOffset })
+	return out
+}
+
+// MarkerCount is len(Markers(slot)), without copying.
+func (c *Core) MarkerCount(slot int64) int { return len(c.markers[slot]) }
 
 // Due removes and returns, in delivery order, up to limit timers due at nowMs. Each must be
 // reported with Delivered once stored; a caller that gives up on them calls Unload so that

@@ -60,3 +60,36 @@ func TestCoreObserveAndSkip(t *testing.T) {
 	c.SkipTo(80_000, 99_000)
 	require.Equal(t, int64(80_000), c.Cursor())
 }
+
+func TestCoreKeepsMarkersOfTheCursorsSlot(t *testing.T) {
+	c := NewCore(1000, 10_000, 100_000, -1)
+	c.Load(100_000, []Entry{
+		{Slot: 101_000, QueueOffset: 0},
+		{Slot: 101_000, QueueOffset: 1, Marker: true},
+		{Slot: 102_000, QueueOffset: 2, Marker: true},
+		{Slot: 101_000, QueueOffset: 3},
+	})
+	require.Equal(t, []Entry{{Slot: 101_000, QueueOffset: 1, Marker: true}}, c.Markers(101_000))
+	require.Equal(t, 1, c.MarkerCount(102_000))
+	require.Zero(t, c.MarkerCount(103_000))
+	due := c.Due(102_000, 10)
+	require.Len(t, due, 3, "markers go through the heap in queue offset order")
+	require.True(t, due[1].Marker)
+	for _, e := range due {
+		c.Delivered(e)
+	}
+	require.Len(t, c.Markers(101_000), 1, "kept while the cursor is in their slot")
+	c.Advance(102_500)
+	require.Equal(t, int64(102_000), c.Cursor())
+	require.Zero(t, c.MarkerCount(101_000), "dropped once the cursor leaves their slot")
+
+	// A restart inside the slot after the marker (done = 1): the marker is not due again but
+	// still names what it cancels for the timer after it.
+	d := NewCore(1000, 10_000, 101_000, 1)
+	d.Load(100_000, []Entry{{Slot: 101_000, QueueOffset: 1, Marker: true}, {Slot: 101_000, QueueOffset: 3}})
+	require.Equal(t, 1, d.InMemory())
+	require.Len(t, d.Markers(101_000), 1)
+	// A late marker is indexed under the cursor's slot like any late entry.
+	d.Add(Entry{Slot: d.Slot(50_000), QueueOffset: 4, Marker: true})
+	require.Equal(t, 2, d.MarkerCount(101_000))
+}

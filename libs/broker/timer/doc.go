@@ -64,6 +64,25 @@
 // convertMessage). A failing Put is retried with backoff, never skipped. A timer indexed
 // after its slot was passed (the index was behind) fires in the cursor's slot.
 //
-// Not served: RocketMQ's timer cancellation (TIMER_DEL_UNIQKEY), refused with
-// MESSAGE_ILLEGAL; flow control per slot (timerCongestNumEachSlot) is not applied.
+// # Cancellation
+//
+// RocketMQ 5 cancels a pending timer with a delete marker: a timer message for the same
+// topic and the same deliver time whose TIMER_DEL_UNIQKEY is DeleteKey(topic, UNIQ_KEY of
+// the timer), "<topic>+<message id>" (TimerMessageStore.buildDeleteKey; its
+// RecallMessageProcessor builds the same). The marker is transformed and stored like any
+// timer (a marker for a time not in the future is MESSAGE_ILLEGAL) and indexed with its entry
+// flagged (format.go), so it is in the index files after a restart, is rebuilt from the log
+// with the rest, and a replica indexes it from what it replicates. When a slot is delivered
+// the keys of its markers are read first (Core.Markers, which keeps the markers of the
+// cursor's slot even once passed); a timer of the slot whose REAL_TOPIC+"+"+UNIQ_KEY a marker
+// names is not stored (Stats.Cancelled), and the marker itself is never stored. A marker is
+// stored before its deliver time, at most the end of its slot, so delivery never passes the
+// store time of the last record indexed while the index is behind (a restart, a promotion):
+// a slot is delivered only once its markers are indexed, as RocketMQ's dequeue waits for its
+// enqueue. As in
+// RocketMQ, a marker only cancels within its own slot: one for another deliver time, or
+// arriving after its slot was delivered, cancels nothing. A cancelled timer leaves no copy,
+// so a promoted replica meets the marker again and cancels again.
+//
+// Not served: flow control per slot (timerCongestNumEachSlot) is not applied.
 package timer

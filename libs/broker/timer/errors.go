@@ -7,7 +7,8 @@ var (
 	// false; the broker answers SYSTEM_ERROR as RocketMQ does (WHEEL_TIMER_NOT_ENABLE).
 	ErrNotEnabled = errors.New("timer: timer messages are not enabled")
 	// ErrIllegal is returned by Transform for a timer property that is not a number, a delay
-	// beyond timerMaxDelaySec, or a delete request (TIMER_DEL_UNIQKEY); the broker answers
+	// beyond timerMaxDelaySec, or a delete marker (TIMER_DEL_UNIQKEY) for a time not in the
+	// future; the broker answers
 	// MESSAGE_ILLEGAL as RocketMQ does (WHEEL_TIMER_MSG_ILLEGAL).
 	ErrIllegal = errors.New("timer: timer message illegal")
 	// ErrNotTimer is returned by Restore for a record that is not in the timer topic or lacks

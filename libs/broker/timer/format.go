@@ -19,12 +19,17 @@ import (
 //	                     indexed after its slot had passed (late)
 //	queue offset  int64  the record's offset in rmq_sys_wheel_timer queue 0
 //	phys offset   int64  the record's CommitLog offset (diagnostics; reads go by queue offset)
-//	size          int32  the record's size in bytes
+//	size          uint32 bits 0..30: the record's size in bytes; bit 31 (markerBit) set:
+//	                     the record is a delete marker (TIMER_DEL_UNIQKEY), which cancels
+//	                     timers of its slot and is never delivered itself
 //	crc           uint32 CRC-32 (IEEE) of bytes 0..27
 //
 // Index files hold entries back to back; a torn tail (a partial entry) is cut when the file
 // is next opened for appending, and an entry whose CRC does not match is skipped.
 const EntrySize = 32
+
+// markerBit flags a delete marker in the size field (a record is far below 2 GiB).
+const markerBit = 1 << 31
 
 // Entry is one pending timer in the index.
 type Entry struct {
@@ -32,6 +37,8 @@ type Entry struct {
 	QueueOffset int64
 	PhysOffset  int64
 	Size        int32
+	// Marker is set for a delete marker: a timer record carrying TIMER_DEL_UNIQKEY.
+	Marker bool
 }
 
 // AppendEntry appends the 32-byte encoding of e to dst.
@@ -40,7 +47,11 @@ func AppendEntry(dst []byte, e Entry) []byte {
 	binary.BigEndian.PutUint64(b[0:], uint64(e.Slot))
 	binary.BigEndian.PutUint64(b[8:], uint64(e.QueueOffset))
 	binary.BigEndian.PutUint64(b[16:], uint64(e.PhysOffset))
-	binary.BigEndian.PutUint32(b[24:], uint32(e.Size))
+	size := uint32(e.Size) &^ markerBit
+	if e.Marker {
+		size |= markerBit
+	}
+	binary.BigEndian.PutUint32(b[24:], size)
 	binary.BigEndian.PutUint32(b[28:], crc32.ChecksumIEEE(b[:28]))
 	return append(dst, b[:]...)
 }
@@ -53,11 +64,13 @@ func DecodeEntry(b []byte) (Entry, error) {
 	if crc32.ChecksumIEEE(b[:28]) != binary.BigEndian.Uint32(b[28:]) {
 		return Entry{}, fmt.Errorf("%w: entry CRC mismatch", ErrCorrupt)
 	}
+	size := binary.BigEndian.Uint32(b[24:])
 	e := Entry{
 		Slot:        int64(binary.BigEndian.Uint64(b[0:])),
 		QueueOffset: int64(binary.BigEndian.Uint64(b[8:])),
 		PhysOffset:  int64(binary.BigEndian.Uint64(b[16:])),
-		Size:        int32(binary.BigEndian.Uint32(b[24:])),
+		Size:        int32(size &^ markerBit),
+		Marker:      size&markerBit != 0,
 	}
 	if e.QueueOffset < 0 || e.PhysOffset < 0 || e.Size < 0 {
 		return Entry{}, fmt.Errorf("%w: negative field", ErrCorrupt)

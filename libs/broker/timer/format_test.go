@@ -7,7 +7,7 @@ import (
 )
 
 func TestEntryRoundTrip(t *testing.T) {
-	es := []Entry{{Slot: 1764595200000, QueueOffset: 7, PhysOffset: 123456, Size: 300}, {}, {Slot: 1 << 62, QueueOffset: 1 << 40, PhysOffset: 1 << 50, Size: 1 << 30}}
+	es := []Entry{{Slot: 1764595200000, QueueOffset: 7, PhysOffset: 123456, Size: 300}, {}, {Slot: 1 << 62, QueueOffset: 1 << 40, PhysOffset: 1 << 50, Size: 1 << 30}, {Slot: 2000, QueueOffset: 9, PhysOffset: 77, Size: 250, Marker: true}}
 	var b []byte
 	for _, e := range es {
 		b = AppendEntry(b, e)
@@ -20,7 +20,7 @@ func TestEntryRoundTrip(t *testing.T) {
 
 	b[EntrySize+5] ^= 1 // the second entry's CRC no longer matches: skipped, the others kept
 	got, bad, _ = DecodeEntries(b)
-	require.Equal(t, []Entry{es[0], es[2]}, got)
+	require.Equal(t, []Entry{es[0], es[2], es[3]}, got)
 	require.Equal(t, 1, bad)
 	_, err := DecodeEntry(b[:10])
 	require.ErrorIs(t, err, ErrCorrupt)

@@ -20,7 +20,8 @@ const (
 	PropertyEnqueueMs  = "TIMER_ENQUEUE_MS"  // on the delivered copy: store time of the timer record
 	PropertyDequeueMs  = "TIMER_DEQUEUE_MS"  // on the delivered copy: when it was delivered
 	PropertyRollTimes  = "TIMER_ROLL_TIMES"  // RocketMQ's re-enqueue count past its wheel; never set here
-	PropertyDelUniqKey = "TIMER_DEL_UNIQKEY" // RocketMQ's timer cancellation (not served)
+	PropertyDelUniqKey = "TIMER_DEL_UNIQKEY" // a delete marker: DeleteKey of the timer it cancels
+	PropertyUniqKey    = "UNIQ_KEY"          // the client's message id (MessageClientIDSetter)
 	PropertySource     = "TIMER_SOURCE"      // on the delivered copy: "<slot>:<queue offset>" of its index entry (this broker's)
 	PropertyRealTopic  = "REAL_TOPIC"
 	PropertyRealQID    = "REAL_QID"
@@ -61,8 +62,8 @@ func IsTimer(props map[string]string) bool {
 //     written to TIMER_OUT_MS, the topic and queue saved in REAL_TOPIC and REAL_QID, and the
 //     message moved to rmq_sys_wheel_timer queue 0 (transformed reports true).
 //
-// Cancellation (TIMER_DEL_UNIQKEY on a future timer) is not served: ErrIllegal, never a
-// silent store.
+// A delete marker (TIMER_DEL_UNIQKEY set, for a future time) is transformed like any timer:
+// it is indexed in its slot and cancels the timers of that slot it names (DeleteKey).
 func (r Rules) Transform(m *commitlog.Message, props map[string]string, nowMs int64) (transformed bool, err error) {
 	if lvl, e := strconv.Atoi(props[propertyDelay]); e == nil && lvl > 0 {
 		if IsTimer(props) {
@@ -108,9 +109,6 @@ func (r Rules) Transform(m *commitlog.Message, props map[string]string, nowMs in
 	if deliver-nowMs > r.MaxDelayMs {
 		return false, fmt.Errorf("%w: delay %dms beyond timerMaxDelaySec", ErrIllegal, deliver-nowMs)
 	}
-	if _, del := props[PropertyDelUniqKey]; del {
-		return false, fmt.Errorf("%w: timer cancellation (%s) is not supported", ErrIllegal, PropertyDelUniqKey)
-	}
 	if deliver%r.PrecisionMs == 0 {
 		deliver -= r.PrecisionMs
 	} else {
@@ -124,6 +122,11 @@ func (r Rules) Transform(m *commitlog.Message, props map[string]string, nowMs in
 	m.QueueID = 0
 	return true, nil
 }
+
+// DeleteKey is the TIMER_DEL_UNIQKEY value that cancels the timer for topic whose UNIQ_KEY
+// (message id) is uniqKey: RocketMQ's TimerMessageStore.buildDeleteKey, topic+"+"+uniqKey.
+// The marker must ask for the same deliver time (the same slot) as the timer.
+func DeleteKey(topic, uniqKey string) string { return topic + "+" + uniqKey }
 
 // OutMs is the TIMER_OUT_MS of a timer record's properties.
 func OutMs(props map[string]string) (int64, bool) {

@@ -33,7 +33,8 @@ func TestTransform(t *testing.T) {
 		{"past is due at once", map[string]string{PropertyDeliverMs: "1000"}, 0, nil},
 		{"not a number", map[string]string{PropertyDelaySec: "soon"}, 0, ErrIllegal},
 		{"beyond max", map[string]string{PropertyDelaySec: strconv.Itoa(3*24*3600 + 1)}, 0, ErrIllegal},
-		{"cancellation", map[string]string{PropertyDelaySec: "5", PropertyDelUniqKey: "k"}, 0, ErrIllegal},
+		{"delete marker is a timer of its slot", map[string]string{PropertyDelaySec: "5", PropertyDelUniqKey: "T+k"}, now + 5000 - 300, nil},
+		{"delete marker for the past", map[string]string{PropertyDeliverMs: "1000", PropertyDelUniqKey: "T+k"}, 0, ErrIllegal},
 		{"already a timer record", map[string]string{PropertyDelaySec: "5", PropertyOutMs: "5"}, 0, nil},
 	}
 	for _, c := range cases {

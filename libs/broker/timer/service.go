@@ -34,6 +34,8 @@ type Stats struct {
 	InMemory   int64 `json:"inMemory"`      // timers of the bucket in memory
 	Delivered  int64 `json:"delivered"`     // timers delivered since start
 	Skipped    int64 `json:"skipped"`       // index entries or records that could not be delivered (logged)
+	Cancelled  int64 `json:"cancelled"`     // timers not delivered because a delete marker of their slot named them, since start
+	Markers    int64 `json:"markers"`       // delete markers (TIMER_DEL_UNIQKEY) whose slot was reached, since start
 	Retries    int64 `json:"retries"`       // failed delivery attempts
 	Enqueue    int64 `json:"enqueueOffset"` // next rmq_sys_wheel_timer queue offset to index
 	Cursor     int64 `json:"cursorMs"`      // every slot before it is delivered (ms)
@@ -80,8 +82,14 @@ type Service struct {
 	writtenA                    atomic.Int64
 	indexed, delivered, skipped atomic.Int64 // indexed: pending in the index files, as of the last persist
 	retries, latSum             atomic.Int64
-	lat                         []atomic.Int64
-	isDelivering                atomic.Bool
+	cancelled, markersSeen      atomic.Int64
+	indexedStoreMs              int64 // loop goroutine only: latest store time of a record indexed (or passed over as indexed)
+	// Loop goroutine only: the keys the markers of delSlot name (delN markers read).
+	delSlot      int64
+	delN         int
+	delKeys      map[string]struct{}
+	lat          []atomic.Int64
+	isDelivering atomic.Bool
 }
 
 // New validates cfg, reads the checkpoint and builds a stopped Service.
@@ -219,6 +227,7 @@ func (s *Service) Stats() Stats {
 		Delivering: s.isDelivering.Load(),
 		InMemory:   s.inMem.Load(),
 		Delivered:  s.delivered.Load(), Skipped: s.skipped.Load(), Retries: s.retries.Load(),
+		Cancelled: s.cancelled.Load(), Markers: s.markersSeen.Load(),
 		Enqueue: s.enqueueA.Load(), Cursor: s.cursorA.Load(),
 		LatenessSumMs: s.latSum.Load(),
 	}
@@ -463,14 +472,17 @@ func (s *Service) enqueueRound() bool {
 			s.enqueue++
 			continue
 		}
-		out, ok := OutMs(commitlog.ParseProperties(rec.Properties))
+		s.indexedStoreMs = max(s.indexedStoreMs, rec.StoreTimestamp)
+		props := commitlog.ParseProperties(rec.Properties)
+		out, ok := OutMs(props)
 		if !ok {
 			s.log.WithField("offset", rec.QueueOffset).Error("timer record without TIMER_OUT_MS; skipped")
 			s.skipped.Add(1)
 			s.enqueue = rec.QueueOffset + 1
 			continue
 		}
-		e := Entry{Slot: s.core.OwnSlot(out), QueueOffset: rec.QueueOffset, PhysOffset: rec.PhysicalOffset, Size: rec.TotalSize}
+		_, marker := props[PropertyDelUniqKey]
+		e := Entry{Slot: s.core.OwnSlot(out), QueueOffset: rec.QueueOffset, PhysOffset: rec.PhysicalOffset, Size: rec.TotalSize, Marker: marker}
 		// A record indexed before a restart is in its bucket already (the file is read when
 		// the bucket loads), or its bucket was delivered and removed. Only an entry missing
 		// from its bucket (an index write lost with the machine) is written again.
@@ -496,6 +508,20 @@ func (s *Service) enqueueRound() bool {
 	return len(res.Records) > 0 // a short read (a segment end, a byte cap) is no sign of the end
 }
 
+// deliverNow is the time delivery may go up to: now once every timer record in the queue is
+// indexed, else no further than the store time of the last record indexed. A delete marker
+// for slot K was stored before its deliver time, which is at most K+precision, so a slot is
+// only delivered once every record stored before its end is indexed, its markers included
+// (RocketMQ's dequeue waits for its enqueue in the same way: currReadTimeMs <
+// currWriteTimeMs). While the index is behind (a restart, a promotion) delivery follows it.
+func (s *Service) deliverNow() int64 {
+	now := s.cfg.Now().UnixMilli()
+	if s.enqueue >= s.store.QueueMaxOffset(Topic, 0) {
+		return now
+	}
+	return min(now, s.indexedStoreMs)
+}
+
 // deliverRound loads the cursor's bucket if needed and fires what is due; false when stopped
 // or demoted mid-round.
 func (s *Service) deliverRound(stop <-chan struct{}) bool {
@@ -504,7 +530,7 @@ func (s *Service) deliverRound(stop <-chan struct{}) bool {
 		if !need {
 			break
 		}
-		now := s.cfg.Now().UnixMilli()
+		now := s.deliverNow()
 		entries, exists, bad, err := s.idx.read(b)
 		if err != nil {
 			s.log.WithError(err).WithField("bucket", b).Error("timer bucket unreadable; retried")
@@ -534,9 +560,17 @@ func (s *Service) deliverRound(stop <-chan struct{}) bool {
 		s.core.Advance(now)
 	}
 	for {
-		now := s.cfg.Now().UnixMilli()
+		now := s.deliverNow()
 		due := s.core.Due(now, deliverBatch)
 		for _, e := range due {
+			if e.Marker {
+				// Never stored (RocketMQ's doPut refuses a delete message); its key was read
+				// before the first timer of its slot was.
+				s.markersSeen.Add(1)
+				s.loadedDelivered++
+				s.core.Delivered(e)
+				continue
+			}
 			if !s.fire(e, stop) {
 				s.core.Unload()
 				return false
@@ -564,13 +598,30 @@ func (s *Service) fire(e Entry, stop <-chan struct{}) bool {
 			if err == nil && rec.QueueOffset != e.QueueOffset {
 				err = ErrNotTimer
 			}
+			var props map[string]string
 			if err == nil {
-				out, _ = OutMs(commitlog.ParseProperties(rec.Properties))
+				props = commitlog.ParseProperties(rec.Properties)
+				out, _ = OutMs(props)
 				msg, err = restore(rec, s.cfg.Now().UnixMilli(), sourceOf(e))
 			}
 			if err != nil {
 				log.WithError(err).Error("timer record cannot be delivered; skipped")
 				s.skip()
+				return true
+			}
+			if _, del := props[PropertyDelUniqKey]; del {
+				s.markersSeen.Add(1) // indexed without its flag: still never stored
+				s.loadedDelivered++
+				return true
+			}
+			keys, ok := s.deleteKeys(e.Slot, stop)
+			if !ok {
+				return false
+			}
+			if _, gone := keys[DeleteKey(props[PropertyRealTopic], props[PropertyUniqKey])]; gone && props[PropertyUniqKey] != "" {
+				log.WithFields(logrus.Fields{"topic": props[PropertyRealTopic], "key": props[PropertyUniqKey], "slot": e.Slot}).Debug("timer cancelled by a delete marker")
+				s.cancelled.Add(1)
+				s.loadedDelivered++
 				return true
 			}
 		case res.Status == commitlog.OffsetFoundNull && e.QueueOffset >= res.MinOffset:
@@ -609,6 +660,52 @@ func (s *Service) fire(e Entry, stop <-chan struct{}) bool {
 		}
 		backoff = min(backoff*2, s.cfg.MaxRetryBackoff)
 	}
+}
+
+// deleteKeys returns the keys (TIMER_DEL_UNIQKEY) the delete markers of slot name, reading
+// the marker records again when the slot or its number of markers changed. A marker record
+// that cannot be read for an I/O error is retried (better late than delivering a cancelled
+// timer); one gone from the timer topic cancels nothing. False when stopped or demoted.
+func (s *Service) deleteKeys(slot int64, stop <-chan struct{}) (map[string]struct{}, bool) {
+	n := s.core.MarkerCount(slot)
+	if n == 0 {
+		return nil, true
+	}
+	if s.delKeys != nil && s.delSlot == slot && s.delN == n {
+		return s.delKeys, true
+	}
+	keys := make(map[string]struct{}, n)
+	for _, m := range s.core.Markers(slot) {
+		backoff := s.cfg.RetryBackoff
+		for {
+			res := s.store.GetMessages(Topic, 0, m.QueueOffset, 1, 0, nil)
+			if res.Status == commitlog.Found {
+				if rec, _, err := commitlog.DecodeRecord(res.Records[0]); err == nil && rec.QueueOffset == m.QueueOffset {
+					if k, ok := commitlog.ParseProperties(rec.Properties)[PropertyDelUniqKey]; ok {
+						keys[k] = struct{}{}
+					}
+				}
+				break
+			}
+			if res.Status != commitlog.OffsetFoundNull || m.QueueOffset < res.MinOffset {
+				s.log.WithFields(logrus.Fields{"offset": m.QueueOffset, "status": res.Status.String()}).Warn("timer delete marker gone from the timer topic; it cancels nothing")
+				break
+			}
+			t := time.NewTimer(backoff)
+			select {
+			case <-stop:
+				t.Stop()
+				return nil, false
+			case <-t.C:
+			}
+			if !s.delivering.Load() {
+				return nil, false
+			}
+			backoff = min(backoff*2, s.cfg.MaxRetryBackoff)
+		}
+	}
+	s.delSlot, s.delN, s.delKeys = slot, n, keys
+	return keys, true
 }
 
 func (s *Service) skip() {

@@ -216,3 +216,88 @@ func TestServiceFollowsObservedCopies(t *testing.T) {
 	require.Contains(t, e.rec.got, "new")
 	require.NotContains(t, e.rec.got, "old", "delivered by the old master already")
 }
+
+// sendAt stores a timer for topic T due at deliverMs with UNIQ_KEY uniq; a non-empty del
+// makes it a delete marker for that key (TIMER_DEL_UNIQKEY).
+func (e *tenv) sendAt(key, uniq, del string, deliverMs int64) {
+	now := time.Now().UnixMilli()
+	props := map[string]string{PropertyDeliverMs: strconv.FormatInt(deliverMs, 10), "KEYS": key, "WANT": strconv.FormatInt(deliverMs, 10), PropertyUniqKey: uniq}
+	if del != "" {
+		props[PropertyDelUniqKey] = del
+	}
+	m := &commitlog.Message{Topic: "T", QueueID: 1, Body: []byte(key), Properties: string(commitlog.AppendProperties(nil, props)), BornHost: netip.MustParseAddrPort("127.0.0.1:5000")}
+	moved, err := Rules{Enabled: true, PrecisionMs: 100, MaxDelayMs: 3600_000}.Transform(m, commitlog.ParseProperties(m.Properties), now)
+	require.NoError(e.t, err)
+	require.True(e.t, moved)
+	_, err = e.store.Append(m)
+	require.NoError(e.t, err)
+}
+
+// TestServiceCancels: of two timers of one slot, the one a delete marker names is never
+// delivered and the other is; the marker is never delivered either. Variants: the service
+// stopped, or killed, between the marker and the slot; the marker before its timer; a marker
+// for another slot cancels nothing.
+func TestServiceCancels(t *testing.T) {
+	for _, v := range []string{"running", "restart", "kill", "marker first", "other slot"} {
+		t.Run(v, func(t *testing.T) {
+			e := openTenv(t)
+			s := e.service()
+			s.Start()
+			s.StartDelivery()
+			due := time.Now().UnixMilli() + 1500
+			if v == "marker first" {
+				e.sendAt("marker", "um", DeleteKey("T", "ua"), due)
+			}
+			e.sendAt("a", "ua", "", due)
+			e.sendAt("b", "ub", "", due)
+			switch v {
+			case "other slot":
+				e.sendAt("marker", "um", DeleteKey("T", "ua"), due+500)
+			case "marker first":
+			default:
+				e.sendAt("marker", "um", DeleteKey("T", "ua"), due)
+			}
+			require.Eventually(t, func() bool { return s.Stats().Enqueue == 3 }, 10*time.Second, 5*time.Millisecond)
+			switch v {
+			case "restart":
+				require.NoError(t, s.Stop())
+				s = e.service()
+				s.Start()
+				s.StartDelivery()
+			case "kill":
+				s.halt()
+				s = e.service()
+				s.Start()
+				s.StartDelivery()
+			}
+			require.Eventually(t, func() bool { return s.Stats().Cursor > due+600 }, 10*time.Second, 10*time.Millisecond)
+			st := s.Stats()
+			require.NoError(t, s.Stop())
+			e.rec.mu.Lock()
+			defer e.rec.mu.Unlock()
+			require.Len(t, e.rec.got["b"], 1)
+			require.NotContains(t, e.rec.got, "marker", "a marker is never delivered")
+			if v == "other slot" {
+				require.Len(t, e.rec.got["a"], 1, "a marker cancels only in its own slot")
+				require.Zero(t, st.Cancelled)
+				return
+			}
+			require.NotContains(t, e.rec.got, "a", "cancelled")
+			if v == "running" {
+				require.Equal(t, int64(1), st.Cancelled)
+				require.Equal(t, int64(1), st.Markers)
+				require.Zero(t, st.Pending)
+			}
+		})
+	}
+}
+
+// TestServiceCancelsWithABacklog: timers already due and their markers, stored before the
+// service starts (the index far behind, as after a restart or a promotion): a slot is only
+// delivered once its markers are indexed, so every named timer is cancelled.
+func TestServiceCancelsWithABacklog(t *testing.T) {
+	_, st := deliverBacklog(t, 20, 100, 10, true)
+	require.Equal(t, int64(200), st.Cancelled)
+	require.Equal(t, int64(1800), st.Delivered)
+	require.Equal(t, int64(200), st.Markers)
+}

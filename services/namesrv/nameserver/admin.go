@@ -34,6 +34,7 @@ import (
 //	PUT_KV_CONFIG (100), GET_KV_CONFIG (101), DELETE_KV_CONFIG (102),
 //	GET_KVLIST_BY_NAMESPACE (219)    the KV configuration (package kvconfig); KVTable body
 //	GET_NAMESRV_CONFIG (319)         "key=value\n" of the effective configuration, secrets masked
+//	UPDATE_NAMESRV_CONFIG (318)      properties body → written to the config file (config_update.go)
 //	QUERY_DATA_VERSION (322)         brokerAddr + DataVersion body → changed, and the version
 //	                                 this name server holds for that broker as body
 //
@@ -46,7 +47,7 @@ import (
 // which rebuilds its queue data from what it sends. With Consul they overlay the shared
 // registry in the same way.
 //
-// Who may send them: the writes (100, 102, 205, 216, 327), QUERY_DATA_VERSION and
+// Who may send them: the writes (100, 102, 205, 216, 318, 327), QUERY_DATA_VERSION and
 // GET_NAMESRV_CONFIG change routes or reveal configuration, so they are guarded like broker
 // registration: with aclEnable an admin account (acl.NeedsAdmin); otherwise a request signed
 // under access key "rmqha-broker" with the registration secret (mqadmin
@@ -57,7 +58,7 @@ import (
 var adminWriteCodes = map[int32]bool{
 	remoting.PutKVConfig: true, remoting.DeleteKVConfig: true, remoting.WipeWritePermOfBroker: true,
 	remoting.AddWritePermOfBroker: true, remoting.DeleteTopicInNameSrv: true,
-	remoting.QueryDataVersion: true, remoting.GetNamesrvConfig: true,
+	remoting.QueryDataVersion: true, remoting.GetNamesrvConfig: true, remoting.UpdateNamesrvConfig: true,
 }
 
 // Topic system flag bits (TopicSysFlag).
@@ -430,6 +431,11 @@ func (s *Server) kvList(w remoting.ResponseWriter, req *remoting.Command) {
 // RocketMQ's properties text, sorted, secrets and passwords masked (props.Dump's rule).
 func (s *Server) namesrvConfig(w remoting.ResponseWriter, req *remoting.Command) {
 	cfg := s.cfg
+	s.updates.mu.Lock()
+	if s.updates.logLevel != "" {
+		cfg.LogLevel = s.updates.logLevel
+	}
+	s.updates.mu.Unlock()
 	dump := props.Dump(&cfg)
 	var b strings.Builder
 	for _, k := range sortedKeysOf(dump) {

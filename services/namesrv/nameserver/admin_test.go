@@ -191,7 +191,7 @@ func TestAdminCodesGuarded(t *testing.T) {
 	s, c := start(t)
 	addr := s.Addr().String()
 	for _, code := range []int32{remoting.WipeWritePermOfBroker, remoting.AddWritePermOfBroker, remoting.DeleteTopicInNameSrv,
-		remoting.PutKVConfig, remoting.DeleteKVConfig, remoting.QueryDataVersion, remoting.GetNamesrvConfig} {
+		remoting.PutKVConfig, remoting.DeleteKVConfig, remoting.QueryDataVersion, remoting.GetNamesrvConfig, remoting.UpdateNamesrvConfig} {
 		ext := map[string]string{"brokerName": "broker-a", "topic": "T", "namespace": "ns", "key": "k", "value": "v"}
 		resp := call(t, c, addr, remoting.NewRequest(code, ext, nil))
 		require.Equal(t, remoting.NoPermission, resp.Code, remoting.RequestName(code))

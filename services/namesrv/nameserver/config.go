@@ -151,6 +151,17 @@ type Config struct {
 	// on every request that guard admitted; the first refusal answers. Not a property.
 	Guards []remoting.Guard `prop:"-"`
 
+	// ConfigFile is the properties file the configuration was read from (-c), "" for none:
+	// UPDATE_NAMESRV_CONFIG persists into it (RocketMQ's configStorePath is its -c file) and
+	// is refused without one. Not a property.
+	ConfigFile string `prop:"-"`
+	// ConfigFS is the file system of ConfigFile; nil means the operating system's. Not a
+	// property.
+	ConfigFS vfs.FS `prop:"-"`
+	// SetLogLevel, when set, changes the running log level (UPDATE_NAMESRV_CONFIG logLevel
+	// applies at once; without it at the next start). Not a property.
+	SetLogLevel func(level string) error `prop:"-"`
+
 	Logger logrus.FieldLogger `prop:"-"`
 	Now    func() time.Time   `prop:"-"`
 }

@@ -36,7 +36,7 @@ func newMetrics(s *Server) *metrics {
 				"(unsigned, unauthenticated, unbound, clock_skew, replayed, too_many_brokers, invalid, limit, not_owner, not_leader, conflict).",
 		}, []string{"request", "reason"}),
 		adminChanges: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "rmqha_namesrv_admin_changes_total", Help: "Admin changes applied, by request (WIPE_WRITE_PERM_OF_BROKER, ADD_WRITE_PERM_OF_BROKER, DELETE_TOPIC_IN_NAMESRV, PUT_KV_CONFIG, DELETE_KV_CONFIG).",
+			Name: "rmqha_namesrv_admin_changes_total", Help: "Admin changes applied, by request (WIPE_WRITE_PERM_OF_BROKER, ADD_WRITE_PERM_OF_BROKER, DELETE_TOPIC_IN_NAMESRV, PUT_KV_CONFIG, DELETE_KV_CONFIG, UPDATE_NAMESRV_CONFIG).",
 		}, []string{"request"}),
 		adminRefused: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "rmqha_namesrv_admin_refusals_total", Help: "Admin requests refused NO_PERMISSION with ACL off (unsigned, or not signed with the registration secret), by request.",

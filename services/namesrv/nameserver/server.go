@@ -43,6 +43,7 @@ type Server struct {
 	refusalLog *logLimiter
 	overlay    *routeOverlay  // this name server's admin changes to routes (admin.go)
 	kv         kvconfig.Store // the KV configuration
+	updates    configUpdates  // UPDATE_NAMESRV_CONFIG (config_update.go)
 
 	stop chan struct{}
 	wg   sync.WaitGroup
@@ -138,6 +139,7 @@ func New(cfg Config, reg registry.Registry) (*Server, error) {
 	rpc.HandleFunc(remoting.DeleteKVConfig, s.deleteKVConfig)
 	rpc.HandleFunc(remoting.GetKVListByNamespace, s.kvList)
 	rpc.HandleFunc(remoting.GetNamesrvConfig, s.namesrvConfig)
+	rpc.HandleFunc(remoting.UpdateNamesrvConfig, s.updateNamesrvConfig)
 	rpc.HandleFunc(remoting.QueryDataVersion, s.queryDataVersion)
 	rpc.OnConnClose(func(c *remoting.ServerConn) {
 		if gone := reg.DropConn(c.ID()); len(gone) > 0 {

@@ -380,6 +380,11 @@ func TestCommandsAgainstGroup(t *testing.T) {
 		out = mustRun(t, "getNamesrvConfig", "-n", ns, "-registrationSecretFile", secretFile)
 		assert.Equal(t, []string{"registrationSecret", "=", "****"}, tableRow(out, "registrationSecret"), out)
 		assert.NotContains(t, out, cfg.RegistrationSecret)
+		out = mustRun(t, "updateNamesrvConfig", "-n", ns, "-k", "logLevel", "-v", "info", "-registrationSecretFile", secretFile)
+		assert.Contains(t, out, "applied now: logLevel", out)
+		code, _, errOut = runOut("updateNamesrvConfig", "-n", ns, "-k", "kvConfigPath", "-v", "/tmp/elsewhere", "-registrationSecretFile", secretFile)
+		assert.Equal(t, ExitServer, code)
+		assert.Contains(t, errOut, "Can not update config in black list.")
 
 		out = mustRun(t, "topicClusterList", "-n", ns, "-t", topic)
 		assert.Equal(t, []string{cluster, e2e.BrokerName}, tableRow(out, cluster), out)

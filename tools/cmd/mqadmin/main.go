@@ -120,7 +120,7 @@ func init() {
 		cmdClusterList, cmdTopicList, cmdTopicRoute, cmdUpdateTopic, cmdDeleteTopic,
 		cmdConsumerGroupList, cmdUpdateSubGroup, cmdDeleteSubGroup, cmdConsumerProgress,
 		cmdHAStatus, cmdBrokerStatus, cmdWipeWritePerm, cmdAddWritePerm, cmdUpdateKvConfig, cmdDeleteKvConfig,
-		cmdGetNamesrvConfig, cmdTopicClusterList,
+		cmdGetNamesrvConfig, cmdUpdateNamesrvConfig, cmdTopicClusterList,
 		cmdQueryMsgByKey, cmdQueryMsgByUniqueKey, cmdQueryMsgByOffset,
 		cmdResetOffsetByTime, cmdCloneGroupOffset, cmdPrintMsg,
 		cmdTopicStatus, cmdConsumerStatus, cmdConsumerConnection, cmdProducerConnection,

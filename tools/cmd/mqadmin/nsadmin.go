@@ -21,19 +21,28 @@ type NamesrvResult struct {
 	Namesrv string `json:"namesrv"`
 	OK      bool   `json:"ok"`
 	Count   *int   `json:"count,omitempty"` // wipeTopicCount / addTopicCount
+	Remark  string `json:"remark,omitempty"`
 	Error   string `json:"error,omitempty"`
 }
 
 // eachNamesrv sends one request to every name server and prints a row per answer.
 func eachNamesrv(ctx context.Context, e *env, code int32, ext map[string]string, countKey string) error {
+	return eachNamesrvBody(ctx, e, code, ext, nil, countKey)
+}
+
+// eachNamesrvBody is eachNamesrv with a request body.
+func eachNamesrvBody(ctx context.Context, e *env, code int32, ext map[string]string, body []byte, countKey string) error {
 	if len(e.admin.cfg.Namesrvs) == 0 {
 		return fmt.Errorf("%w: no name server: set -n host:port or NAMESRV_ADDR", ErrUsage)
 	}
 	var res []NamesrvResult
 	var errs []error
 	for _, ns := range e.admin.cfg.Namesrvs {
-		resp, err := e.admin.Invoke(ctx, ns, code, ext, nil)
+		resp, err := e.admin.Invoke(ctx, ns, code, ext, body)
 		r := NamesrvResult{Namesrv: ns, OK: err == nil}
+		if err == nil {
+			r.Remark = resp.Remark
+		}
 		if err != nil {
 			r.Error = err.Error()
 			errs = append(errs, err)
@@ -57,6 +66,9 @@ func eachNamesrv(ctx context.Context, e *env, code int32, ext map[string]string,
 		rows := make([][]string, 0, len(res))
 		for _, r := range res {
 			result := "OK"
+			if r.Remark != "" {
+				result += " (" + r.Remark + ")"
+			}
 			if !r.OK {
 				result = "FAILED: " + r.Error
 			}
@@ -131,6 +143,26 @@ var cmdDeleteKvConfig = &command{
 			}
 		}
 		return eachNamesrv(ctx, e, remoting.DeleteKVConfig, map[string]string{"namespace": e.o.namespace, "key": e.o.key}, "")
+	},
+}
+
+var cmdUpdateNamesrvConfig = &command{
+	name:    "updateNamesrvConfig",
+	summary: "set a configuration key on every name server (written to its config file)",
+	flags: func(fs *flag.FlagSet, o *opts) {
+		fs.StringVar(&o.key, "k", "", "key (required)")
+		fs.StringVar(&o.value, "v", "", "value (required)")
+	},
+	run: func(ctx context.Context, e *env) error {
+		for _, f := range [][2]string{{"k", e.o.key}, {"v", e.o.value}} {
+			if err := needFlag(f[0], f[1]); err != nil {
+				return err
+			}
+		}
+		if strings.ContainsAny(e.o.key+e.o.value, "\r\n") {
+			return fmt.Errorf("%w: -k and -v must be one line each", ErrUsage)
+		}
+		return eachNamesrvBody(ctx, e, remoting.UpdateNamesrvConfig, nil, []byte(e.o.key+"="+e.o.value+"\n"), "")
 	},
 }
 
