@@ -323,6 +323,12 @@ type Config struct {
 	// StoreFS is the CommitLog store's file system; nil means the operating system's. Tests use
 	// it to simulate slow or failing disks. Not a property.
 	StoreFS vfs.FS
+	// ConfigFile is the properties file the broker was started with (-c); UPDATE_BROKER_CONFIG
+	// writes the keys it changes into it. Empty: updates apply until the broker stops. Not a
+	// property.
+	ConfigFile string
+	// ConfigFS is ConfigFile's file system; nil means the operating system's. Not a property.
+	ConfigFS vfs.FS
 }
 
 // DefaultConfig returns the production defaults.

@@ -52,6 +52,8 @@ func (b *Broker) registerHandlers() {
 	h(remoting.GetAllConsumerOffset, b.handleGetAllConsumerOffset)
 	h(remoting.GetAllDelayOffset, b.handleGetAllDelayOffset)
 	h(remoting.GetBrokerRuntimeInfo, b.handleRuntimeInfo)
+	h(remoting.GetBrokerConfig, b.handleGetBrokerConfig)
+	h(remoting.UpdateBrokerConfig, b.handleUpdateBrokerConfig)
 }
 
 // reply answers req with a bodyless response.
