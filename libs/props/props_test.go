@@ -166,3 +166,20 @@ func TestForeignKeysAreReportedNotRefused(t *testing.T) {
 	_, err = LoadOptions(&cfg, "broker", []string{"-sendMessageThreadPoolNums=4"}, nil, &bytes.Buffer{}, o)
 	require.Error(t, err)
 }
+
+// Durations dump in their key's unit, so a dump loads back into the same values.
+func TestDumpDurationsReadBack(t *testing.T) {
+	type durations struct {
+		Flush time.Duration `prop:"flushIntervalCommitLog,ms"`
+		Idle  time.Duration `prop:"serverChannelMaxIdleTimeSeconds"`
+		Odd   time.Duration `prop:"oddMillis,ms"`
+	}
+	cfg := durations{Flush: 500 * time.Millisecond, Idle: 2 * time.Minute, Odd: 1500 * time.Microsecond}
+	d := Dump(&cfg)
+	require.Equal(t, map[string]string{"flushIntervalCommitLog": "500", "serverChannelMaxIdleTimeSeconds": "120", "oddMillis": "1.5ms"}, d)
+	var back durations
+	for k, v := range d {
+		require.NoError(t, Set(&back, k, v, "dump"))
+	}
+	require.Equal(t, cfg, back)
+}
