@@ -102,6 +102,8 @@ type opts struct {
 	registrationSecretFile string
 	namespace              string
 	value                  string
+	// allBrokers is updateBrokerConfig's -a ("true": slaves too), an argument as in Java's tool.
+	allBrokers string
 }
 
 // env is what a command runs with.
@@ -124,6 +126,7 @@ func init() {
 		cmdQueryMsgByKey, cmdQueryMsgByUniqueKey, cmdQueryMsgByOffset,
 		cmdResetOffsetByTime, cmdCloneGroupOffset, cmdPrintMsg,
 		cmdTopicStatus, cmdConsumerStatus, cmdConsumerConnection, cmdProducerConnection,
+		cmdGetBrokerConfig, cmdUpdateBrokerConfig,
 	}
 }
 
