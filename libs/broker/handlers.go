@@ -35,6 +35,9 @@ func (b *Broker) registerHandlers() {
 	h(remoting.GetProducerConnectionList, b.handleProducerConnectionList)
 	h(remoting.GetConsumeStats, b.handleConsumeStats)
 	h(remoting.GetTopicStatsInfo, b.handleTopicStatsInfo)
+	h(remoting.QueryTopicConsumeByWho, b.handleTopicConsumeByWho)
+	h(remoting.GetBrokerConsumeStats, b.handleBrokerConsumeStats)
+	h(remoting.GetSystemTopicListFromBroker, b.handleSystemTopicList)
 	// Clients.
 	h(remoting.HeartBeat, b.withClientLang(b.handleHeartbeat))
 	h(remoting.UnregisterClient, b.handleUnregisterClient)

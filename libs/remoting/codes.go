@@ -64,6 +64,7 @@ const (
 	GetTopicsByCluster               int32 = 224
 	QueryTopicConsumeByWho           int32 = 300
 	GetSystemTopicListFromNS         int32 = 304
+	GetSystemTopicListFromBroker     int32 = 305
 	QueryConsumeTimeSpan             int32 = 303
 	CloneGroupOffset                 int32 = 314
 	GetConsumerRunningInfo           int32 = 307
@@ -177,6 +178,7 @@ var requestNames = map[int32]string{
 	GetTopicsByCluster:               "GET_TOPICS_BY_CLUSTER",
 	QueryTopicConsumeByWho:           "QUERY_TOPIC_CONSUME_BY_WHO",
 	GetSystemTopicListFromNS:         "GET_SYSTEM_TOPIC_LIST_FROM_NS",
+	GetSystemTopicListFromBroker:     "GET_SYSTEM_TOPIC_LIST_FROM_BROKER",
 	QueryConsumeTimeSpan:             "QUERY_CONSUME_TIME_SPAN",
 	CloneGroupOffset:                 "CLONE_GROUP_OFFSET",
 	GetConsumerRunningInfo:           "GET_CONSUMER_RUNNING_INFO",
