@@ -102,6 +102,9 @@ type opts struct {
 	registrationSecretFile string
 	namespace              string
 	value                  string
+	// order and level are brokerConsumeStats' -o ("true": ordered topics) and -l (least lag).
+	orderOnly string
+	level     int64
 	// allBrokers is updateBrokerConfig's -a ("true": slaves too), an argument as in Java's tool.
 	allBrokers string
 }
@@ -126,7 +129,7 @@ func init() {
 		cmdQueryMsgByKey, cmdQueryMsgByUniqueKey, cmdQueryMsgByOffset,
 		cmdResetOffsetByTime, cmdCloneGroupOffset, cmdPrintMsg,
 		cmdTopicStatus, cmdConsumerStatus, cmdConsumerConnection, cmdProducerConnection,
-		cmdGetBrokerConfig, cmdUpdateBrokerConfig,
+		cmdGetBrokerConfig, cmdUpdateBrokerConfig, cmdBrokerConsumeStats,
 	}
 }
 

@@ -308,3 +308,74 @@ var cmdConsumerStatus = &command{
 		return worst(errs...)
 	},
 }
+
+// BrokerConsumeRow is one queue of brokerConsumeStats.
+type BrokerConsumeRow struct {
+	Topic          string `json:"topic"`
+	Group          string `json:"group"`
+	Broker         string `json:"brokerName"`
+	QueueID        int32  `json:"queueId"`
+	BrokerOffset   int64  `json:"brokerOffset"`
+	ConsumerOffset int64  `json:"consumerOffset"`
+	Diff           int64  `json:"diff"`
+	LastTimestamp  int64  `json:"lastTimestamp"`
+}
+
+var cmdBrokerConsumeStats = &command{
+	name:    "brokerConsumeStats",
+	summary: "every group's consumption on one broker (GET_BROKER_CONSUME_STATS): offsets and lag per queue",
+	flags: func(fs *flag.FlagSet, o *opts) {
+		fs.StringVar(&o.broker, "b", "", "broker address (required)")
+		fs.StringVar(&o.orderOnly, "o", "false", "\"true\": only ordered topics")
+		fs.Int64Var(&o.level, "l", 0, "only queues at least this far behind")
+	},
+	run: func(ctx context.Context, e *env) error {
+		if err := needFlag("b", e.o.broker); err != nil {
+			return err
+		}
+		resp, err := e.admin.Invoke(ctx, e.o.broker, remoting.GetBrokerConsumeStats, map[string]string{"isOrder": strconv.FormatBool(e.o.orderOnly == "true")}, nil)
+		if err != nil {
+			return err
+		}
+		l, err := route.DecodeConsumeStatsList(resp.Body)
+		if err != nil {
+			return fmt.Errorf("%w: %s: %w", ErrServer, e.o.broker, err)
+		}
+		var rows []BrokerConsumeRow
+		for _, g := range l.Groups {
+			for _, s := range g.Stats {
+				for q, o := range s.OffsetTable {
+					if d := o.BrokerOffset - o.ConsumerOffset; d >= e.o.level {
+						rows = append(rows, BrokerConsumeRow{q.Topic, g.Group, q.BrokerName, q.QueueID, o.BrokerOffset, o.ConsumerOffset, d, o.LastTimestamp})
+					}
+				}
+			}
+		}
+		sort.Slice(rows, func(i, j int) bool {
+			a, b := rows[i], rows[j]
+			if a.Group != b.Group {
+				return a.Group < b.Group
+			}
+			if a.Topic != b.Topic {
+				return a.Topic < b.Topic
+			}
+			return a.QueueID < b.QueueID
+		})
+		if e.o.json {
+			if rows == nil {
+				rows = []BrokerConsumeRow{}
+			}
+			return printJSON(e.stdout, map[string]any{"brokerAddr": l.BrokerAddr, "queues": rows, "diffTotal": l.TotalDiff})
+		}
+		var t [][]string
+		for _, r := range rows {
+			t = append(t, []string{r.Topic, r.Group, r.Broker, strconv.Itoa(int(r.QueueID)), strconv.FormatInt(r.BrokerOffset, 10),
+				strconv.FormatInt(r.ConsumerOffset, 10), strconv.FormatInt(r.Diff, 10), fmtTime(r.LastTimestamp)})
+		}
+		if err := table(e.stdout, []string{"TOPIC", "GROUP", "BROKER", "QID", "BROKER_OFFSET", "CONSUMER_OFFSET", "DIFF", "LAST_TIME"}, t); err != nil {
+			return err
+		}
+		fmt.Fprintf(e.stdout, "\nDiff Total: %d\n", l.TotalDiff)
+		return nil
+	},
+}
