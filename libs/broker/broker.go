@@ -137,6 +137,9 @@ func New(cfg Config, logger logrus.FieldLogger) (*Broker, error) {
 	if cfg.ClientExpiry <= 0 {
 		cfg.ClientExpiry = 120 * time.Second
 	}
+	if cfg.ClientCallTimeout <= 0 {
+		cfg.ClientCallTimeout = callClientTimeout
+	}
 	if cfg.OffsetPersistInterval <= 0 {
 		cfg.OffsetPersistInterval = 5 * time.Second
 	}

@@ -316,6 +316,10 @@ type Config struct {
 
 	// ClientExpiry drops a client connection silent for this long. Default 120s. Not a property.
 	ClientExpiry time.Duration
+	// ClientCallTimeout bounds the wait for a client's answer to a request the broker forwards
+	// (GET_CONSUMER_RUNNING_INFO, CONSUME_MESSAGE_DIRECTLY). Default 10s (RocketMQ's
+	// Broker2Client). Not a property.
+	ClientCallTimeout time.Duration
 	// OffsetPersistInterval is how often consumer offsets are written. Default 5s. Not a property.
 	OffsetPersistInterval time.Duration
 	// Now is the clock. Default time.Now. Not a property.
@@ -382,6 +386,7 @@ func DefaultConfig() Config {
 		AclPlainFile:                  "conf/plain_acl.yml",
 		StoreReplyMessageEnable:       true,
 		ClientExpiry:                  120 * time.Second,
+		ClientCallTimeout:             callClientTimeout,
 		OffsetPersistInterval:         5 * time.Second,
 		Config:                        tlsconf.DefaultConfig(),
 		ServerKeys:                    remoting.DefaultServerKeys(),

@@ -38,6 +38,8 @@ func (b *Broker) registerHandlers() {
 	h(remoting.QueryTopicConsumeByWho, b.handleTopicConsumeByWho)
 	h(remoting.GetBrokerConsumeStats, b.handleBrokerConsumeStats)
 	h(remoting.GetSystemTopicListFromBroker, b.handleSystemTopicList)
+	h(remoting.GetConsumerRunningInfo, b.handleGetConsumerRunningInfo)
+	h(remoting.ConsumeMessageDirectly, b.handleConsumeMessageDirectly)
 	// Clients.
 	h(remoting.HeartBeat, b.withClientLang(b.handleHeartbeat))
 	h(remoting.UnregisterClient, b.handleUnregisterClient)

@@ -118,6 +118,9 @@ const (
 	// IllegalOperation answers an END_TRANSACTION sent after its half's check-immunity time.
 	IllegalOperation  int32 = 604
 	ConsumerNotOnline int32 = 206
+	// ConsumeMsgTimeout answers a request the broker forwarded to a client (running info,
+	// consume directly) that the client did not answer in time.
+	ConsumeMsgTimeout int32 = 207
 )
 
 var requestNames = map[int32]string{
@@ -229,6 +232,7 @@ var responseNames = map[int32]string{
 	InvalidParameter:          "INVALID_PARAMETER",
 	IllegalOperation:          "ILLEGAL_OPERATION",
 	ConsumerNotOnline:         "CONSUMER_NOT_ONLINE",
+	ConsumeMsgTimeout:         "CONSUME_MSG_TIMEOUT",
 }
 
 // RequestName returns the RocketMQ name of a request code ("SEND_MESSAGE"), or "REQUEST_<n>"
