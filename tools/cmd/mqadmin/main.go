@@ -102,6 +102,9 @@ type opts struct {
 	registrationSecretFile string
 	namespace              string
 	value                  string
+	// clientID and jstack are consumerStatus' -i and -s (a client's running info).
+	clientID string
+	jstack   bool
 	// order and level are brokerConsumeStats' -o ("true": ordered topics) and -l (least lag).
 	orderOnly string
 	level     int64

@@ -243,6 +243,8 @@ var cmdConsumerStatus = &command{
 		fs.StringVar(&o.topic, "t", "", "only this topic")
 		fs.StringVar(&o.cluster, "c", "", "only the masters of this cluster")
 		fs.StringVar(&o.addr, "addr", "", "ask this broker (host:port) only")
+		fs.StringVar(&o.clientID, "i", "", "this client's running info instead (GET_CONSUMER_RUNNING_INFO through its broker)")
+		fs.BoolVar(&o.jstack, "s", false, "with -i: ask for the client's stack too (Java clients)")
 	},
 	run: func(ctx context.Context, e *env) error {
 		if err := needFlag("g", e.o.group); err != nil {
@@ -251,6 +253,9 @@ var cmdConsumerStatus = &command{
 		bs, err := e.groupAddrs(ctx)
 		if err != nil {
 			return err
+		}
+		if e.o.clientID != "" {
+			return consumerRunningInfo(ctx, e, bs)
 		}
 		var rows []ConsumeStatusRow
 		var errs []error
@@ -378,4 +383,106 @@ var cmdBrokerConsumeStats = &command{
 		fmt.Fprintf(e.stdout, "\nDiff Total: %d\n", l.TotalDiff)
 		return nil
 	},
+}
+
+// consumerRunningInfo asks the first broker of bs that the client -i is connected to for its
+// running info (the broker forwards GET_CONSUMER_RUNNING_INFO to the client) and prints it.
+func consumerRunningInfo(ctx context.Context, e *env, bs []brokerRef) error {
+	var errs []error
+	for _, b := range bs {
+		resp, err := e.admin.Invoke(ctx, b.Addr, remoting.GetConsumerConnectionList, map[string]string{"consumerGroup": e.o.group}, nil)
+		if err != nil {
+			var se *serverError
+			if !errors.As(err, &se) || se.code != remoting.ConsumerNotOnline {
+				errs = append(errs, err)
+			}
+			continue
+		}
+		cc, err := route.DecodeConsumerConnection(resp.Body)
+		if err != nil {
+			errs = append(errs, fmt.Errorf("%w: %s: %w", ErrServer, b.Addr, err))
+			continue
+		}
+		found := false
+		for _, c := range cc.ConnectionSet {
+			found = found || c.ClientID == e.o.clientID
+		}
+		if !found {
+			continue
+		}
+		ext := map[string]string{"consumerGroup": e.o.group, "clientId": e.o.clientID, "jstackEnable": strconv.FormatBool(e.o.jstack)}
+		resp, err = e.admin.Invoke(ctx, b.Addr, remoting.GetConsumerRunningInfo, ext, nil)
+		if err != nil {
+			return err
+		}
+		info, err := route.DecodeConsumerRunningInfo(resp.Body)
+		if err != nil {
+			return fmt.Errorf("%w: running info of %s through %s: %w", ErrServer, e.o.clientID, b.Addr, err)
+		}
+		return printRunningInfo(e, b.Addr, info)
+	}
+	if err := worst(errs...); err != nil {
+		return err
+	}
+	return fmt.Errorf("%w: the consumer <%s> <%s> is not connected to any broker asked", ErrNotFound, e.o.group, e.o.clientID)
+}
+
+// RunningQueueRow is one queue of a consumer's running info.
+type RunningQueueRow struct {
+	route.MessageQueue
+	route.ProcessQueueInfo
+}
+
+func printRunningInfo(e *env, broker string, info route.ConsumerRunningInfo) error {
+	var queues []RunningQueueRow
+	for q, p := range info.MQTable {
+		queues = append(queues, RunningQueueRow{q, p})
+	}
+	sort.Slice(queues, func(i, j int) bool {
+		a, b := queues[i].MessageQueue, queues[j].MessageQueue
+		if a.Topic != b.Topic {
+			return a.Topic < b.Topic
+		}
+		if a.BrokerName != b.BrokerName {
+			return a.BrokerName < b.BrokerName
+		}
+		return a.QueueID < b.QueueID
+	})
+	if e.o.json {
+		if queues == nil {
+			queues = []RunningQueueRow{}
+		}
+		return printJSON(e.stdout, map[string]any{"group": e.o.group, "clientId": e.o.clientID, "broker": broker,
+			"properties": info.Properties, "subscriptions": info.Subscriptions, "queues": queues, "status": info.StatusTable, "jstack": info.JStack})
+	}
+	fmt.Fprintf(e.stdout, "#Consumer Properties# (%s through %s)\n", e.o.clientID, broker)
+	var t [][]string
+	for _, k := range sortedKeys(info.Properties) {
+		t = append(t, []string{k, info.Properties[k]})
+	}
+	if err := table(e.stdout, []string{"KEY", "VALUE"}, t); err != nil {
+		return err
+	}
+	fmt.Fprintln(e.stdout, "\n#Consumer Subscription#")
+	t = nil
+	for _, s := range info.Subscriptions {
+		t = append(t, []string{s.Topic, s.SubString, s.ExpressionType})
+	}
+	if err := table(e.stdout, []string{"TOPIC", "SUB_EXPRESSION", "TYPE"}, t); err != nil {
+		return err
+	}
+	fmt.Fprintln(e.stdout, "\n#Consumer Offset#")
+	t = nil
+	for _, q := range queues {
+		t = append(t, []string{q.Topic, q.BrokerName, strconv.Itoa(int(q.QueueID)), strconv.FormatInt(q.CommitOffset, 10),
+			strconv.FormatInt(q.CachedMsgCount, 10), fmtTime(q.LastPullTimestamp), fmtTime(q.LastConsumeTimestamp),
+			strconv.FormatBool(q.Locked), strconv.FormatBool(q.Dropped)})
+	}
+	if err := table(e.stdout, []string{"TOPIC", "BROKER", "QID", "COMMIT_OFFSET", "CACHED_MSGS", "LAST_PULL", "LAST_CONSUME", "LOCKED", "DROPPED"}, t); err != nil {
+		return err
+	}
+	if info.JStack != "" {
+		fmt.Fprintf(e.stdout, "\n#Consumer jstack#\n%s\n", info.JStack)
+	}
+	return nil
 }
