@@ -45,5 +45,13 @@ func TestBrokerConsumeStatsAgainstMaster(t *testing.T) {
 	// Only ordered topics: none here.
 	require.NoError(t, json.Unmarshal([]byte(mustRun(t, "brokerConsumeStats", "-n", g.NamesrvAddr, "-b", g.MasterAddr, "-o", "true", "--json")), &js))
 	assert.Empty(t, js.Queues)
+
+	// statsAll: the topic's group (it holds offsets) and what it has not consumed.
+	var all []StatsAllRow
+	require.NoError(t, json.Unmarshal([]byte(mustRun(t, "statsAll", "-n", g.NamesrvAddr, "-t", topic, "--json")), &all))
+	assert.Equal(t, []StatsAllRow{{Topic: topic, Group: "stats-g", Accumulation: 3}}, all)
+	out = mustRun(t, "statsAll", "-n", g.NamesrvAddr, "-a")
+	assert.Equal(t, []string{topic, "stats-g", "3"}, tableRow(out, topic), out)
+	assert.Nil(t, tableRow(out, "TBW102"), "-a leaves out topics nobody consumes: "+out)
 	assert.True(t, g.Master.Running())
 }

@@ -132,7 +132,7 @@ func init() {
 		cmdQueryMsgByKey, cmdQueryMsgByUniqueKey, cmdQueryMsgByOffset,
 		cmdResetOffsetByTime, cmdCloneGroupOffset, cmdPrintMsg,
 		cmdTopicStatus, cmdConsumerStatus, cmdConsumerConnection, cmdProducerConnection,
-		cmdGetBrokerConfig, cmdUpdateBrokerConfig, cmdBrokerConsumeStats,
+		cmdGetBrokerConfig, cmdUpdateBrokerConfig, cmdBrokerConsumeStats, cmdStatsAll,
 	}
 }
 

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"sort"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/rmqha/rmqha/libs/remoting"
@@ -485,4 +486,99 @@ func printRunningInfo(e *env, broker string, info route.ConsumerRunningInfo) err
 		fmt.Fprintf(e.stdout, "\n#Consumer jstack#\n%s\n", info.JStack)
 	}
 	return nil
+}
+
+// StatsAllRow is one (topic, group) of statsAll.
+type StatsAllRow struct {
+	Topic        string `json:"topic"`
+	Group        string `json:"group"`
+	Accumulation int64  `json:"accumulation"`
+}
+
+var cmdStatsAll = &command{
+	name:    "statsAll",
+	summary: "every topic's consumer groups and their accumulation (messages not yet consumed), from the masters",
+	flags: func(fs *flag.FlagSet, o *opts) {
+		fs.StringVar(&o.topic, "t", "", "only this topic")
+		fs.BoolVar(&o.showAll, "a", false, "only topics some group consumes (Java's activeTopic)")
+	},
+	run: func(ctx context.Context, e *env) error {
+		topics := []string{e.o.topic}
+		if e.o.topic == "" {
+			all, err := e.admin.TopicList(ctx)
+			if err != nil {
+				return err
+			}
+			topics = topics[:0]
+			for _, t := range all {
+				if !strings.HasPrefix(t, "%RETRY%") && !strings.HasPrefix(t, "%DLQ%") {
+					topics = append(topics, t)
+				}
+			}
+		}
+		var rows []StatsAllRow
+		var errs []error
+		for _, topic := range topics {
+			ms, err := e.admin.topicMasters(ctx, topic, "")
+			if err != nil {
+				errs = append(errs, err)
+				continue
+			}
+			groups := map[string]bool{}
+			for _, m := range ms {
+				resp, err := e.admin.Invoke(ctx, m[1], remoting.QueryTopicConsumeByWho, map[string]string{"topic": topic}, nil)
+				if err != nil {
+					errs = append(errs, err)
+					continue
+				}
+				gl, err := route.DecodeGroupList(resp.Body)
+				if err != nil {
+					errs = append(errs, fmt.Errorf("%w: %s: %w", ErrServer, m[1], err))
+					continue
+				}
+				for _, g := range gl {
+					groups[g] = true
+				}
+			}
+			if len(groups) == 0 && !e.o.showAll {
+				rows = append(rows, StatsAllRow{Topic: topic})
+			}
+			for _, g := range sortedKeys(groups) {
+				row := StatsAllRow{Topic: topic, Group: g}
+				for _, m := range ms {
+					resp, err := e.admin.Invoke(ctx, m[1], remoting.GetConsumeStats, map[string]string{"consumerGroup": g, "topic": topic}, nil)
+					if err != nil {
+						errs = append(errs, err)
+						continue
+					}
+					_, table, err := route.DecodeConsumeStats(resp.Body)
+					if err != nil {
+						errs = append(errs, fmt.Errorf("%w: %s: %w", ErrServer, m[1], err))
+						continue
+					}
+					for _, o := range table {
+						row.Accumulation += o.BrokerOffset - o.ConsumerOffset
+					}
+				}
+				rows = append(rows, row)
+			}
+		}
+		if e.o.json {
+			if rows == nil {
+				rows = []StatsAllRow{}
+			}
+			if err := printJSON(e.stdout, rows); err != nil {
+				return err
+			}
+			return worst(errs...)
+		}
+		var t [][]string
+		for _, r := range rows {
+			t = append(t, []string{r.Topic, r.Group, strconv.FormatInt(r.Accumulation, 10)})
+		}
+		if err := table(e.stdout, []string{"TOPIC", "CONSUMER_GROUP", "ACCUMULATION"}, t); err != nil {
+			return err
+		}
+		return worst(errs...)
+	},
 }
