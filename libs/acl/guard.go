@@ -193,14 +193,16 @@ func (g *Guard) Start() {
 	if g.stop != nil || g.cfg.Path == "" {
 		return
 	}
-	g.stop, g.stopped = make(chan struct{}), make(chan struct{})
+	// The watcher keeps its own copies: Close clears the fields under g.mu.
+	stop, stopped := make(chan struct{}), make(chan struct{})
+	g.stop, g.stopped = stop, stopped
 	go func() {
-		defer close(g.stopped)
+		defer close(stopped)
 		t := time.NewTicker(g.cfg.ReloadInterval)
 		defer t.Stop()
 		for {
 			select {
-			case <-g.stop:
+			case <-stop:
 				return
 			case now := <-t.C:
 				g.poll(now, false)

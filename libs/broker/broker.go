@@ -18,6 +18,7 @@ import (
 	"github.com/rmqha/rmqha/libs/commitlog"
 	"github.com/rmqha/rmqha/libs/meta"
 	"github.com/rmqha/rmqha/libs/remoting"
+	"github.com/rmqha/rmqha/libs/route"
 	"github.com/rmqha/rmqha/libs/tlsconf"
 	"github.com/sirupsen/logrus"
 )
@@ -57,6 +58,9 @@ type Broker struct {
 	// rv is the role-dependent state (role, brokerId, HA master or slave, delay delivery),
 	// replaced whole by a role switch and read without locks by request handlers (role.go).
 	rv atomic.Pointer[roleView]
+
+	// live holds the keys UPDATE_BROKER_CONFIG changes at runtime (brokerconfig.go).
+	live liveConfig
 
 	// langs remembers each connection's client language and version (stats.go).
 	langs clientLangs
@@ -133,6 +137,9 @@ func New(cfg Config, logger logrus.FieldLogger) (*Broker, error) {
 	if cfg.ClientExpiry <= 0 {
 		cfg.ClientExpiry = 120 * time.Second
 	}
+	if cfg.ClientCallTimeout <= 0 {
+		cfg.ClientCallTimeout = callClientTimeout
+	}
 	if cfg.OffsetPersistInterval <= 0 {
 		cfg.OffsetPersistInterval = 5 * time.Second
 	}
@@ -167,6 +174,7 @@ func New(cfg Config, logger logrus.FieldLogger) (*Broker, error) {
 		return nil, err
 	}
 	b.rv.Store(&roleView{role: cfg.BrokerRole, id: cfg.BrokerID})
+	b.live.init(cfg, route.NewDataVersion(cfg.Now()))
 	b.autoc = newAutoCreator()
 	b.metrics = newBrokerMetrics(b, cfg.MetricsEnable)
 	b.masterAddr.Store("")
@@ -180,6 +188,7 @@ func (b *Broker) Config() Config {
 	c := b.cfg
 	v := b.view()
 	c.BrokerRole, c.BrokerID = v.role, v.id
+	b.live.overlay(&c)
 	return c
 }
 

@@ -320,6 +320,10 @@ type Config struct {
 
 	// ClientExpiry drops a client connection silent for this long. Default 120s. Not a property.
 	ClientExpiry time.Duration
+	// ClientCallTimeout bounds the wait for a client's answer to a request the broker forwards
+	// (GET_CONSUMER_RUNNING_INFO, CONSUME_MESSAGE_DIRECTLY). Default 10s (RocketMQ's
+	// Broker2Client). Not a property.
+	ClientCallTimeout time.Duration
 	// OffsetPersistInterval is how often consumer offsets are written. Default 5s. Not a property.
 	OffsetPersistInterval time.Duration
 	// Now is the clock. Default time.Now. Not a property.
@@ -327,6 +331,12 @@ type Config struct {
 	// StoreFS is the CommitLog store's file system; nil means the operating system's. Tests use
 	// it to simulate slow or failing disks. Not a property.
 	StoreFS vfs.FS
+	// ConfigFile is the properties file the broker was started with (-c); UPDATE_BROKER_CONFIG
+	// writes the keys it changes into it. Empty: updates apply until the broker stops. Not a
+	// property.
+	ConfigFile string
+	// ConfigFS is ConfigFile's file system; nil means the operating system's. Not a property.
+	ConfigFS vfs.FS
 }
 
 // DefaultConfig returns the production defaults.
@@ -380,6 +390,7 @@ func DefaultConfig() Config {
 		AclPlainFile:                  "conf/plain_acl.yml",
 		StoreReplyMessageEnable:       true,
 		ClientExpiry:                  120 * time.Second,
+		ClientCallTimeout:             callClientTimeout,
 		OffsetPersistInterval:         5 * time.Second,
 		Config:                        tlsconf.DefaultConfig(),
 		ServerKeys:                    remoting.DefaultServerKeys(),

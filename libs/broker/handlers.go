@@ -35,6 +35,11 @@ func (b *Broker) registerHandlers() {
 	h(remoting.GetProducerConnectionList, b.handleProducerConnectionList)
 	h(remoting.GetConsumeStats, b.handleConsumeStats)
 	h(remoting.GetTopicStatsInfo, b.handleTopicStatsInfo)
+	h(remoting.QueryTopicConsumeByWho, b.handleTopicConsumeByWho)
+	h(remoting.GetBrokerConsumeStats, b.handleBrokerConsumeStats)
+	h(remoting.GetSystemTopicListFromBroker, b.handleSystemTopicList)
+	h(remoting.GetConsumerRunningInfo, b.handleGetConsumerRunningInfo)
+	h(remoting.ConsumeMessageDirectly, b.handleConsumeMessageDirectly)
 	// Clients.
 	h(remoting.HeartBeat, b.withClientLang(b.handleHeartbeat))
 	h(remoting.UnregisterClient, b.handleUnregisterClient)
@@ -52,6 +57,8 @@ func (b *Broker) registerHandlers() {
 	h(remoting.GetAllConsumerOffset, b.handleGetAllConsumerOffset)
 	h(remoting.GetAllDelayOffset, b.handleGetAllDelayOffset)
 	h(remoting.GetBrokerRuntimeInfo, b.handleRuntimeInfo)
+	h(remoting.GetBrokerConfig, b.handleGetBrokerConfig)
+	h(remoting.UpdateBrokerConfig, b.handleUpdateBrokerConfig)
 }
 
 // reply answers req with a bodyless response.

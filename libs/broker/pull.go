@@ -266,7 +266,7 @@ func (b *Broker) suggestBroker(pr *pullRequest, res *commitlog.GetResult, notYet
 	if notYet || (res.Status == commitlog.OffsetTooSmall && !b.view().isMaster()) {
 		return 0
 	}
-	if !b.cfg.SlaveReadEnable {
+	if !b.live.slaveReadEnable.Load() {
 		return 0
 	}
 	if res.Status == commitlog.Found && b.physMem > 0 {

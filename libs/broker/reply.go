@@ -75,7 +75,7 @@ type replyStats struct {
 func (b *Broker) handleSendReply(w remoting.ResponseWriter, req *remoting.Command) {
 	st := &b.replies
 	v := b.view()
-	store := b.cfg.StoreReplyMessageEnable
+	store := b.live.storeReplyMessageEnable.Load()
 	if store {
 		// Storing is a write: a slave, a fenced or stopping master, a read-only store refuse.
 		if b.refuseWrite(v, w, req) {
@@ -303,7 +303,7 @@ func (c *replyCollector) Collect(ch chan<- prometheus.Metric) {
 func (b *Broker) replyRuntimeInfo(t map[string]string) {
 	st := &b.replies
 	u := func(v uint64) string { return strconv.FormatUint(v, 10) }
-	t["storeReplyMessageEnable"] = strconv.FormatBool(b.cfg.StoreReplyMessageEnable)
+	t["storeReplyMessageEnable"] = strconv.FormatBool(b.live.storeReplyMessageEnable.Load())
 	t["replyPushed"] = u(st.pushed.Load())
 	t["replyRequesterNotFound"] = u(st.notFound.Load())
 	t["replyPushFailed"] = u(st.pushFailed.Load() + st.noReplyTo.Load())

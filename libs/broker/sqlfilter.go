@@ -139,7 +139,7 @@ func (b *Broker) checkSelector(w remoting.ResponseWriter, req *remoting.Command,
 			b.pullError(w, req, remoting.FilterDataNotExist, noFilterDataRemark+" ("+err.Error()+")")
 			return nil, false
 		}
-		if !b.cfg.EnablePropertyFilter {
+		if !b.live.enablePropertyFilter.Load() {
 			b.sqlf.disabled.Add(1)
 			b.pullError(w, req, remoting.SystemError, unsupportedFilterRemark+sd.ExpressionType)
 			return nil, false
@@ -149,7 +149,7 @@ func (b *Broker) checkSelector(w remoting.ResponseWriter, req *remoting.Command,
 		}
 		return &recordFilter{expr: expr}, true
 	}
-	if b.cfg.FilterSupportRetry && b.cfg.EnablePropertyFilter && strings.HasPrefix(pr.topic, retryTopicPrefix) {
+	if b.live.filterSupportRetry.Load() && b.live.enablePropertyFilter.Load() && strings.HasPrefix(pr.topic, retryTopicPrefix) {
 		group := strings.TrimPrefix(pr.topic, retryTopicPrefix)
 		info, known := b.clients.reg.ConsumerGroup(group)
 		if !known {
@@ -199,7 +199,7 @@ func (b *Broker) handleCheckClientConfig(w remoting.ResponseWriter, req *remotin
 		b.replyOK(w, req, nil)
 		return
 	}
-	if !b.cfg.EnablePropertyFilter {
+	if !b.live.enablePropertyFilter.Load() {
 		b.reply(w, req, remoting.SystemError, unsupportedFilterRemark+sd.ExpressionType)
 		return
 	}
@@ -277,8 +277,8 @@ func (b *Broker) sqlRuntimeInfo(t map[string]string) {
 	st := &b.sqlf
 	compiled, invalid := b.clients.selectorCounts()
 	u := func(v uint64) string { return strconv.FormatUint(v, 10) }
-	t["enablePropertyFilter"] = strconv.FormatBool(b.cfg.EnablePropertyFilter)
-	t["filterSupportRetry"] = strconv.FormatBool(b.cfg.FilterSupportRetry)
+	t["enablePropertyFilter"] = strconv.FormatBool(b.live.enablePropertyFilter.Load())
+	t["filterSupportRetry"] = strconv.FormatBool(b.live.filterSupportRetry.Load())
 	t["sql92Subscriptions"] = strconv.Itoa(compiled)
 	t["sql92InvalidSubscriptions"] = strconv.Itoa(invalid)
 	t["sql92Delivered"] = u(st.results[filter.True].Load())

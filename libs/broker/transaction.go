@@ -90,7 +90,7 @@ func (t *txnService) run() {
 // and reports false when the send is refused.
 func (b *Broker) prepareHalf(w remoting.ResponseWriter, req *remoting.Command, msg *commitlog.Message, pm map[string]string, producerGroup string) bool {
 	t := b.txn
-	if b.cfg.RejectTransactionMessage {
+	if b.live.rejectTransactionMessage.Load() {
 		t.halfRefused.Add(1)
 		b.reply(w, req, remoting.NoPermission, "the broker["+b.brokerAddr+"] sending transaction message is forbidden")
 		return false
@@ -506,7 +506,7 @@ func (b *Broker) txnRuntimeInfo(m map[string]string) {
 	m["transactionPendingHalves"] = strconv.FormatInt(t.pendingHalves(), 10)
 	m["transactionHalfOffset"] = strconv.FormatInt(half, 10)
 	m["transactionOpOffset"] = strconv.FormatInt(op, 10)
-	m["rejectTransactionMessage"] = strconv.FormatBool(b.cfg.RejectTransactionMessage)
+	m["rejectTransactionMessage"] = strconv.FormatBool(b.live.rejectTransactionMessage.Load())
 }
 
 // Metrics of transactional messages, read at scrape time (served with or without metricsEnable).

@@ -195,6 +195,31 @@ func (t *ConsumerOffsetTable) Groups() []string {
 	return out
 }
 
+// OffsetPair is one (topic, group) of the offset table.
+type OffsetPair struct {
+	Topic, Group string
+}
+
+// Pairs returns every (topic, group) with at least one offset, sorted by group then topic
+// (RocketMQ's whichTopicByConsumer and whichGroupByTopic in one scan).
+func (t *ConsumerOffsetTable) Pairs() []OffsetPair {
+	t.mu.RLock()
+	out := make([]OffsetPair, 0, len(t.table))
+	for key := range t.table {
+		if topic, g, ok := SplitOffsetKey(key); ok {
+			out = append(out, OffsetPair{Topic: topic, Group: g})
+		}
+	}
+	t.mu.RUnlock()
+	sort.Slice(out, func(i, j int) bool {
+		if out[i].Group != out[j].Group {
+			return out[i].Group < out[j].Group
+		}
+		return out[i].Topic < out[j].Topic
+	})
+	return out
+}
+
 // Merge folds a remote table (the master's, or one handed back by a slave)
 // into this one: for every queue the larger offset wins, so no offset is
 // ever lowered, and nothing is deleted. It reports whether anything changed.

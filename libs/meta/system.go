@@ -1,6 +1,9 @@
 package meta
 
-import "strings"
+import (
+	"sort"
+	"strings"
+)
 
 // RocketMQ's other system topic names (TopicValidator, 4.9).
 const (
@@ -36,6 +39,24 @@ var systemTopicSet = map[string]bool{
 	TransCheckMaxTimeTopic: true,
 	SelfTestTopic:          true,
 	OffsetMovedEvent:       true,
+}
+
+// SystemTopics lists the system topics of a broker of cluster and broker: TopicValidator's
+// set with the ones a broker adds at start (its cluster and broker names, the cluster's reply
+// topic), sorted. GET_SYSTEM_TOPIC_LIST_FROM_BROKER adds the rmq_sys_ topics it holds.
+func SystemTopics(cluster, broker string) []string {
+	set := map[string]bool{cluster: true, broker: true, cluster + "_" + ReplyTopicPostfix: true}
+	for t := range systemTopicSet {
+		set[t] = true
+	}
+	out := make([]string, 0, len(set))
+	for t := range set {
+		if t != "" {
+			out = append(out, t)
+		}
+	}
+	sort.Strings(out)
+	return out
 }
 
 // IsNotAllowedSendTopic reports whether clients may not send to topic: RocketMQ answers such

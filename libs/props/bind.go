@@ -255,11 +255,25 @@ func LoadOS(dst any) (string, error) {
 	return Load(dst, os.Args[0], os.Args[1:], os.Environ(), os.Stderr)
 }
 
+// durationText writes d as the key reads a bare number (RocketMQ's integer milliseconds for an
+// ",ms" key, seconds otherwise), so that a dump reads back unchanged; a duration that is not a
+// whole number of that unit keeps Go's form ("1.5s"), which the key accepts too.
+func durationText(d time.Duration, ms bool) string {
+	unit := time.Second
+	if ms {
+		unit = time.Millisecond
+	}
+	if d%unit == 0 {
+		return strconv.FormatInt(int64(d/unit), 10)
+	}
+	return d.String()
+}
+
 // Dump renders dst as a properties file (sorted keys), masking keys whose
 // name contains "secret", "password" or "token", except keys ending in
 // "File" or "Path", which name where a secret is kept (haSecretFile), not
-// the secret. Used for the start-up line that states the effective
-// configuration.
+// the secret. Durations are written in their key's unit (durationText). Used for the start-up
+// line that states the effective configuration, GET_NAMESRV_CONFIG and GET_BROKER_CONFIG.
 func Dump(dst any) map[string]string {
 	fs, keys, _ := fields(dst)
 	out := make(map[string]string, len(keys))
@@ -268,6 +282,9 @@ func Dump(dst any) map[string]string {
 		s := fmt.Sprint(val)
 		if sl, ok := val.([]string); ok {
 			s = strings.Join(sl, ",")
+		}
+		if d, ok := val.(time.Duration); ok {
+			s = durationText(d, fs[k].ms)
 		}
 		lk := strings.ToLower(k)
 		location := strings.HasSuffix(lk, "file") || strings.HasSuffix(lk, "path")

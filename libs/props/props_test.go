@@ -192,30 +192,19 @@ func TestRewriteReplacesInPlaceAndAppends(t *testing.T) {
 	require.Equal(t, "a=1\n", string(Rewrite(nil, map[string]string{"a": "1"})))
 }
 
-// FuzzRewrite: no input makes Rewrite panic, and what it writes parses back with the new
-// values winning.
-func FuzzRewrite(f *testing.F) {
-	f.Add([]byte("# c\na=1\nb=x\\\n y\n"), "a", "2")
-	f.Add([]byte("a"), "b", "")
-	f.Fuzz(func(t *testing.T, src []byte, key, value string) {
-		k, _ := splitKV(key)
-		if k == "" || k != key || strings.ContainsAny(key, "\r\n\\#!") || strings.ContainsAny(value, "\r\n\\") ||
-			strings.TrimSpace(value) != value {
-			return
-		}
-		out := Rewrite(src, map[string]string{key: value})
-		entries, err := Parse(bytes.NewReader(out), "f")
-		if err != nil {
-			return // src itself was not a properties text
-		}
-		last := ""
-		found := false
-		for _, e := range entries {
-			if e.Key == key {
-				last, found = e.Value, true
-			}
-		}
-		require.True(t, found)
-		require.Equal(t, value, last)
-	})
+// Durations dump in their key's unit, so a dump loads back into the same values.
+func TestDumpDurationsReadBack(t *testing.T) {
+	type durations struct {
+		Flush time.Duration `prop:"flushIntervalCommitLog,ms"`
+		Idle  time.Duration `prop:"serverChannelMaxIdleTimeSeconds"`
+		Odd   time.Duration `prop:"oddMillis,ms"`
+	}
+	cfg := durations{Flush: 500 * time.Millisecond, Idle: 2 * time.Minute, Odd: 1500 * time.Microsecond}
+	d := Dump(&cfg)
+	require.Equal(t, map[string]string{"flushIntervalCommitLog": "500", "serverChannelMaxIdleTimeSeconds": "120", "oddMillis": "1.5ms"}, d)
+	var back durations
+	for k, v := range d {
+		require.NoError(t, Set(&back, k, v, "dump"))
+	}
+	require.Equal(t, cfg, back)
 }

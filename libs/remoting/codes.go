@@ -64,6 +64,7 @@ const (
 	GetTopicsByCluster               int32 = 224
 	QueryTopicConsumeByWho           int32 = 300
 	GetSystemTopicListFromNS         int32 = 304
+	GetSystemTopicListFromBroker     int32 = 305
 	QueryConsumeTimeSpan             int32 = 303
 	CloneGroupOffset                 int32 = 314
 	GetConsumerRunningInfo           int32 = 307
@@ -117,6 +118,9 @@ const (
 	// IllegalOperation answers an END_TRANSACTION sent after its half's check-immunity time.
 	IllegalOperation  int32 = 604
 	ConsumerNotOnline int32 = 206
+	// ConsumeMsgTimeout answers a request the broker forwarded to a client (running info,
+	// consume directly) that the client did not answer in time.
+	ConsumeMsgTimeout int32 = 207
 )
 
 var requestNames = map[int32]string{
@@ -177,6 +181,7 @@ var requestNames = map[int32]string{
 	GetTopicsByCluster:               "GET_TOPICS_BY_CLUSTER",
 	QueryTopicConsumeByWho:           "QUERY_TOPIC_CONSUME_BY_WHO",
 	GetSystemTopicListFromNS:         "GET_SYSTEM_TOPIC_LIST_FROM_NS",
+	GetSystemTopicListFromBroker:     "GET_SYSTEM_TOPIC_LIST_FROM_BROKER",
 	QueryConsumeTimeSpan:             "QUERY_CONSUME_TIME_SPAN",
 	CloneGroupOffset:                 "CLONE_GROUP_OFFSET",
 	GetConsumerRunningInfo:           "GET_CONSUMER_RUNNING_INFO",
@@ -227,6 +232,7 @@ var responseNames = map[int32]string{
 	InvalidParameter:          "INVALID_PARAMETER",
 	IllegalOperation:          "ILLEGAL_OPERATION",
 	ConsumerNotOnline:         "CONSUMER_NOT_ONLINE",
+	ConsumeMsgTimeout:         "CONSUME_MSG_TIMEOUT",
 }
 
 // RequestName returns the RocketMQ name of a request code ("SEND_MESSAGE"), or "REQUEST_<n>"

@@ -259,6 +259,12 @@ func (s *mqScanner) rawValue() []byte {
 // decodeMQTableBody parses a top-level object whose "offsetTable" is a MessageQueue-keyed map;
 // other fields come back raw.
 func decodeMQTableBody(b []byte) (map[string][]byte, map[MessageQueue][]byte, error) {
+	return decodeMQKeyed(b, "offsetTable", true)
+}
+
+// decodeMQKeyed parses a top-level object whose field tableKey is a MessageQueue-keyed map
+// (required: the field must be there); other fields come back raw.
+func decodeMQKeyed(b []byte, tableKey string, required bool) (map[string][]byte, map[MessageQueue][]byte, error) {
 	s := &mqScanner{b: b}
 	fields := map[string][]byte{}
 	table := map[MessageQueue][]byte{}
@@ -273,7 +279,7 @@ func decodeMQTableBody(b []byte) (map[string][]byte, map[MessageQueue][]byte, er
 			}
 		}
 		s.expect(":")
-		if key == "offsetTable" && s.err == nil {
+		if key == tableKey && s.err == nil {
 			seenTable = true
 			s.expect("{")
 			for s.err == nil && s.peek() != '}' {
@@ -305,8 +311,8 @@ func decodeMQTableBody(b []byte) (map[string][]byte, map[MessageQueue][]byte, er
 		}
 	}
 	s.expect("}")
-	if s.err == nil && !seenTable {
-		s.fail("no offsetTable")
+	if s.err == nil && !seenTable && required {
+		s.fail("no %s", tableKey)
 	}
 	if s.err != nil {
 		return nil, nil, s.err

@@ -65,6 +65,8 @@ func Main(o Options, args, environ []string, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "%s: %v\n", o.Program, err)
 		return 2
 	}
+	// UPDATE_BROKER_CONFIG writes the keys it changes back into the file the broker started with.
+	cfg.ConfigFile = file
 	// plain_acl.yml is found as RocketMQ finds it: a relative aclPlainFile is under ROCKETMQ_HOME.
 	cfg.AclPlainFile = acl.ResolvePath(cfg.AclPlainFile, envValue(environ, "ROCKETMQ_HOME"))
 	base, err := obs.NewLogger(cfg.LogLevel, cfg.LogFormat)

@@ -102,6 +102,14 @@ type opts struct {
 	registrationSecretFile string
 	namespace              string
 	value                  string
+	// clientID and jstack are consumerStatus' -i and -s (a client's running info).
+	clientID string
+	jstack   bool
+	// order and level are brokerConsumeStats' -o ("true": ordered topics) and -l (least lag).
+	orderOnly string
+	level     int64
+	// allBrokers is updateBrokerConfig's -a ("true": slaves too), an argument as in Java's tool.
+	allBrokers string
 }
 
 // env is what a command runs with.
@@ -124,6 +132,7 @@ func init() {
 		cmdQueryMsgByKey, cmdQueryMsgByUniqueKey, cmdQueryMsgByOffset,
 		cmdResetOffsetByTime, cmdCloneGroupOffset, cmdPrintMsg,
 		cmdTopicStatus, cmdConsumerStatus, cmdConsumerConnection, cmdProducerConnection,
+		cmdGetBrokerConfig, cmdUpdateBrokerConfig, cmdBrokerConsumeStats, cmdStatsAll,
 	}
 }
 

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"sort"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/rmqha/rmqha/libs/remoting"
@@ -243,6 +244,8 @@ var cmdConsumerStatus = &command{
 		fs.StringVar(&o.topic, "t", "", "only this topic")
 		fs.StringVar(&o.cluster, "c", "", "only the masters of this cluster")
 		fs.StringVar(&o.addr, "addr", "", "ask this broker (host:port) only")
+		fs.StringVar(&o.clientID, "i", "", "this client's running info instead (GET_CONSUMER_RUNNING_INFO through its broker)")
+		fs.BoolVar(&o.jstack, "s", false, "with -i: ask for the client's stack too (Java clients)")
 	},
 	run: func(ctx context.Context, e *env) error {
 		if err := needFlag("g", e.o.group); err != nil {
@@ -251,6 +254,9 @@ var cmdConsumerStatus = &command{
 		bs, err := e.groupAddrs(ctx)
 		if err != nil {
 			return err
+		}
+		if e.o.clientID != "" {
+			return consumerRunningInfo(ctx, e, bs)
 		}
 		var rows []ConsumeStatusRow
 		var errs []error
@@ -304,6 +310,274 @@ var cmdConsumerStatus = &command{
 				return err
 			}
 			fmt.Fprintf(e.stdout, "\nDiff Total: %d\n", total)
+		}
+		return worst(errs...)
+	},
+}
+
+// BrokerConsumeRow is one queue of brokerConsumeStats.
+type BrokerConsumeRow struct {
+	Topic          string `json:"topic"`
+	Group          string `json:"group"`
+	Broker         string `json:"brokerName"`
+	QueueID        int32  `json:"queueId"`
+	BrokerOffset   int64  `json:"brokerOffset"`
+	ConsumerOffset int64  `json:"consumerOffset"`
+	Diff           int64  `json:"diff"`
+	LastTimestamp  int64  `json:"lastTimestamp"`
+}
+
+var cmdBrokerConsumeStats = &command{
+	name:    "brokerConsumeStats",
+	summary: "every group's consumption on one broker (GET_BROKER_CONSUME_STATS): offsets and lag per queue",
+	flags: func(fs *flag.FlagSet, o *opts) {
+		fs.StringVar(&o.broker, "b", "", "broker address (required)")
+		fs.StringVar(&o.orderOnly, "o", "false", "\"true\": only ordered topics")
+		fs.Int64Var(&o.level, "l", 0, "only queues at least this far behind")
+	},
+	run: func(ctx context.Context, e *env) error {
+		if err := needFlag("b", e.o.broker); err != nil {
+			return err
+		}
+		resp, err := e.admin.Invoke(ctx, e.o.broker, remoting.GetBrokerConsumeStats, map[string]string{"isOrder": strconv.FormatBool(e.o.orderOnly == "true")}, nil)
+		if err != nil {
+			return err
+		}
+		l, err := route.DecodeConsumeStatsList(resp.Body)
+		if err != nil {
+			return fmt.Errorf("%w: %s: %w", ErrServer, e.o.broker, err)
+		}
+		var rows []BrokerConsumeRow
+		for _, g := range l.Groups {
+			for _, s := range g.Stats {
+				for q, o := range s.OffsetTable {
+					if d := o.BrokerOffset - o.ConsumerOffset; d >= e.o.level {
+						rows = append(rows, BrokerConsumeRow{q.Topic, g.Group, q.BrokerName, q.QueueID, o.BrokerOffset, o.ConsumerOffset, d, o.LastTimestamp})
+					}
+				}
+			}
+		}
+		sort.Slice(rows, func(i, j int) bool {
+			a, b := rows[i], rows[j]
+			if a.Group != b.Group {
+				return a.Group < b.Group
+			}
+			if a.Topic != b.Topic {
+				return a.Topic < b.Topic
+			}
+			return a.QueueID < b.QueueID
+		})
+		if e.o.json {
+			if rows == nil {
+				rows = []BrokerConsumeRow{}
+			}
+			return printJSON(e.stdout, map[string]any{"brokerAddr": l.BrokerAddr, "queues": rows, "diffTotal": l.TotalDiff})
+		}
+		var t [][]string
+		for _, r := range rows {
+			t = append(t, []string{r.Topic, r.Group, r.Broker, strconv.Itoa(int(r.QueueID)), strconv.FormatInt(r.BrokerOffset, 10),
+				strconv.FormatInt(r.ConsumerOffset, 10), strconv.FormatInt(r.Diff, 10), fmtTime(r.LastTimestamp)})
+		}
+		if err := table(e.stdout, []string{"TOPIC", "GROUP", "BROKER", "QID", "BROKER_OFFSET", "CONSUMER_OFFSET", "DIFF", "LAST_TIME"}, t); err != nil {
+			return err
+		}
+		fmt.Fprintf(e.stdout, "\nDiff Total: %d\n", l.TotalDiff)
+		return nil
+	},
+}
+
+// consumerRunningInfo asks the first broker of bs that the client -i is connected to for its
+// running info (the broker forwards GET_CONSUMER_RUNNING_INFO to the client) and prints it.
+func consumerRunningInfo(ctx context.Context, e *env, bs []brokerRef) error {
+	var errs []error
+	for _, b := range bs {
+		resp, err := e.admin.Invoke(ctx, b.Addr, remoting.GetConsumerConnectionList, map[string]string{"consumerGroup": e.o.group}, nil)
+		if err != nil {
+			var se *serverError
+			if !errors.As(err, &se) || se.code != remoting.ConsumerNotOnline {
+				errs = append(errs, err)
+			}
+			continue
+		}
+		cc, err := route.DecodeConsumerConnection(resp.Body)
+		if err != nil {
+			errs = append(errs, fmt.Errorf("%w: %s: %w", ErrServer, b.Addr, err))
+			continue
+		}
+		found := false
+		for _, c := range cc.ConnectionSet {
+			found = found || c.ClientID == e.o.clientID
+		}
+		if !found {
+			continue
+		}
+		ext := map[string]string{"consumerGroup": e.o.group, "clientId": e.o.clientID, "jstackEnable": strconv.FormatBool(e.o.jstack)}
+		resp, err = e.admin.Invoke(ctx, b.Addr, remoting.GetConsumerRunningInfo, ext, nil)
+		if err != nil {
+			return err
+		}
+		info, err := route.DecodeConsumerRunningInfo(resp.Body)
+		if err != nil {
+			return fmt.Errorf("%w: running info of %s through %s: %w", ErrServer, e.o.clientID, b.Addr, err)
+		}
+		return printRunningInfo(e, b.Addr, info)
+	}
+	if err := worst(errs...); err != nil {
+		return err
+	}
+	return fmt.Errorf("%w: the consumer <%s> <%s> is not connected to any broker asked", ErrNotFound, e.o.group, e.o.clientID)
+}
+
+// RunningQueueRow is one queue of a consumer's running info.
+type RunningQueueRow struct {
+	route.MessageQueue
+	route.ProcessQueueInfo
+}
+
+func printRunningInfo(e *env, broker string, info route.ConsumerRunningInfo) error {
+	var queues []RunningQueueRow
+	for q, p := range info.MQTable {
+		queues = append(queues, RunningQueueRow{q, p})
+	}
+	sort.Slice(queues, func(i, j int) bool {
+		a, b := queues[i].MessageQueue, queues[j].MessageQueue
+		if a.Topic != b.Topic {
+			return a.Topic < b.Topic
+		}
+		if a.BrokerName != b.BrokerName {
+			return a.BrokerName < b.BrokerName
+		}
+		return a.QueueID < b.QueueID
+	})
+	if e.o.json {
+		if queues == nil {
+			queues = []RunningQueueRow{}
+		}
+		return printJSON(e.stdout, map[string]any{"group": e.o.group, "clientId": e.o.clientID, "broker": broker,
+			"properties": info.Properties, "subscriptions": info.Subscriptions, "queues": queues, "status": info.StatusTable, "jstack": info.JStack})
+	}
+	fmt.Fprintf(e.stdout, "#Consumer Properties# (%s through %s)\n", e.o.clientID, broker)
+	var t [][]string
+	for _, k := range sortedKeys(info.Properties) {
+		t = append(t, []string{k, info.Properties[k]})
+	}
+	if err := table(e.stdout, []string{"KEY", "VALUE"}, t); err != nil {
+		return err
+	}
+	fmt.Fprintln(e.stdout, "\n#Consumer Subscription#")
+	t = nil
+	for _, s := range info.Subscriptions {
+		t = append(t, []string{s.Topic, s.SubString, s.ExpressionType})
+	}
+	if err := table(e.stdout, []string{"TOPIC", "SUB_EXPRESSION", "TYPE"}, t); err != nil {
+		return err
+	}
+	fmt.Fprintln(e.stdout, "\n#Consumer Offset#")
+	t = nil
+	for _, q := range queues {
+		t = append(t, []string{q.Topic, q.BrokerName, strconv.Itoa(int(q.QueueID)), strconv.FormatInt(q.CommitOffset, 10),
+			strconv.FormatInt(q.CachedMsgCount, 10), fmtTime(q.LastPullTimestamp), fmtTime(q.LastConsumeTimestamp),
+			strconv.FormatBool(q.Locked), strconv.FormatBool(q.Dropped)})
+	}
+	if err := table(e.stdout, []string{"TOPIC", "BROKER", "QID", "COMMIT_OFFSET", "CACHED_MSGS", "LAST_PULL", "LAST_CONSUME", "LOCKED", "DROPPED"}, t); err != nil {
+		return err
+	}
+	if info.JStack != "" {
+		fmt.Fprintf(e.stdout, "\n#Consumer jstack#\n%s\n", info.JStack)
+	}
+	return nil
+}
+
+// StatsAllRow is one (topic, group) of statsAll.
+type StatsAllRow struct {
+	Topic        string `json:"topic"`
+	Group        string `json:"group"`
+	Accumulation int64  `json:"accumulation"`
+}
+
+var cmdStatsAll = &command{
+	name:    "statsAll",
+	summary: "every topic's consumer groups and their accumulation (messages not yet consumed), from the masters",
+	flags: func(fs *flag.FlagSet, o *opts) {
+		fs.StringVar(&o.topic, "t", "", "only this topic")
+		fs.BoolVar(&o.showAll, "a", false, "only topics some group consumes (Java's activeTopic)")
+	},
+	run: func(ctx context.Context, e *env) error {
+		topics := []string{e.o.topic}
+		if e.o.topic == "" {
+			all, err := e.admin.TopicList(ctx)
+			if err != nil {
+				return err
+			}
+			topics = topics[:0]
+			for _, t := range all {
+				if !strings.HasPrefix(t, "%RETRY%") && !strings.HasPrefix(t, "%DLQ%") {
+					topics = append(topics, t)
+				}
+			}
+		}
+		var rows []StatsAllRow
+		var errs []error
+		for _, topic := range topics {
+			ms, err := e.admin.topicMasters(ctx, topic, "")
+			if err != nil {
+				errs = append(errs, err)
+				continue
+			}
+			groups := map[string]bool{}
+			for _, m := range ms {
+				resp, err := e.admin.Invoke(ctx, m[1], remoting.QueryTopicConsumeByWho, map[string]string{"topic": topic}, nil)
+				if err != nil {
+					errs = append(errs, err)
+					continue
+				}
+				gl, err := route.DecodeGroupList(resp.Body)
+				if err != nil {
+					errs = append(errs, fmt.Errorf("%w: %s: %w", ErrServer, m[1], err))
+					continue
+				}
+				for _, g := range gl {
+					groups[g] = true
+				}
+			}
+			if len(groups) == 0 && !e.o.showAll {
+				rows = append(rows, StatsAllRow{Topic: topic})
+			}
+			for _, g := range sortedKeys(groups) {
+				row := StatsAllRow{Topic: topic, Group: g}
+				for _, m := range ms {
+					resp, err := e.admin.Invoke(ctx, m[1], remoting.GetConsumeStats, map[string]string{"consumerGroup": g, "topic": topic}, nil)
+					if err != nil {
+						errs = append(errs, err)
+						continue
+					}
+					_, table, err := route.DecodeConsumeStats(resp.Body)
+					if err != nil {
+						errs = append(errs, fmt.Errorf("%w: %s: %w", ErrServer, m[1], err))
+						continue
+					}
+					for _, o := range table {
+						row.Accumulation += o.BrokerOffset - o.ConsumerOffset
+					}
+				}
+				rows = append(rows, row)
+			}
+		}
+		if e.o.json {
+			if rows == nil {
+				rows = []StatsAllRow{}
+			}
+			if err := printJSON(e.stdout, rows); err != nil {
+				return err
+			}
+			return worst(errs...)
+		}
+		var t [][]string
+		for _, r := range rows {
+			t = append(t, []string{r.Topic, r.Group, strconv.FormatInt(r.Accumulation, 10)})
+		}
+		if err := table(e.stdout, []string{"TOPIC", "CONSUMER_GROUP", "ACCUMULATION"}, t); err != nil {
+			return err
 		}
 		return worst(errs...)
 	},

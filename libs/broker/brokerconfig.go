@@ -1,0 +1,240 @@
+package broker
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"path/filepath"
+	"sort"
+	"strings"
+	"sync"
+	"sync/atomic"
+
+	"github.com/rmqha/rmqha/libs/commitlog/vfs"
+	propfile "github.com/rmqha/rmqha/libs/props"
+	"github.com/rmqha/rmqha/libs/remoting"
+	"github.com/rmqha/rmqha/libs/route"
+	"github.com/sirupsen/logrus"
+)
+
+// GET_BROKER_CONFIG (26) and UPDATE_BROKER_CONFIG (25), as RocketMQ's AdminBrokerProcessor:
+//
+//	GET_BROKER_CONFIG     -> SUCCESS, body "key=value\n" for every key of the running
+//	                         configuration (sorted; secrets and passwords "****", props.Dump's
+//	                         rule, as GET_NAMESRV_CONFIG), ext version = the configuration's
+//	                         DataVersion JSON {"counter":..,"stateVersion":0,"timestamp":..}
+//	UPDATE_BROKER_CONFIG  body "key=value\n..." (Java Properties text)
+//	                      -> SUCCESS: every key applied live, written to the -c file, version+1
+//	                      -> NO_PERMISSION "Can not update config in black list." (RocketMQ's
+//	                         brokerConfigPath, rocketmqHome, configBlackList), or naming the first
+//	                         key that cannot change at runtime here; nothing changes
+//	                      -> SYSTEM_ERROR for a body that is not properties, a bad value (naming
+//	                         the key) or a config file that cannot be written; nothing changes
+//
+// RocketMQ applies every key of its config classes and ignores the rest; this broker changes
+// only the keys of runtimeKeys, which every request handler reads live, and refuses the others
+// rather than answering SUCCESS for a change it would not make.
+
+// runtimeKeys is the allow-list of UPDATE_BROKER_CONFIG: each key, its live value and its
+// Config field.
+var runtimeKeys = map[string]struct {
+	live  func(*liveConfig) *atomic.Bool
+	field func(*Config) *bool
+}{
+	"slaveReadEnable": {func(l *liveConfig) *atomic.Bool { return &l.slaveReadEnable }, func(c *Config) *bool { return &c.SlaveReadEnable }},
+	"rejectTransactionMessage": {func(l *liveConfig) *atomic.Bool { return &l.rejectTransactionMessage },
+		func(c *Config) *bool { return &c.RejectTransactionMessage }},
+	"storeReplyMessageEnable": {func(l *liveConfig) *atomic.Bool { return &l.storeReplyMessageEnable },
+		func(c *Config) *bool { return &c.StoreReplyMessageEnable }},
+	"enablePropertyFilter": {func(l *liveConfig) *atomic.Bool { return &l.enablePropertyFilter }, func(c *Config) *bool { return &c.EnablePropertyFilter }},
+	"filterSupportRetry":   {func(l *liveConfig) *atomic.Bool { return &l.filterSupportRetry }, func(c *Config) *bool { return &c.FilterSupportRetry }},
+}
+
+// configBlackList are RocketMQ's keys UPDATE_BROKER_CONFIG never changes (its
+// AdminBrokerProcessor answers NO_PERMISSION "Can not update config in black list.").
+var configBlackList = map[string]bool{"brokerConfigPath": true, "rocketmqHome": true, "configBlackList": true}
+
+// maxConfigFileSize bounds the config file read back for an update.
+const maxConfigFileSize = 1 << 20
+
+// RuntimeConfigKeys lists the keys UPDATE_BROKER_CONFIG changes, sorted.
+func RuntimeConfigKeys() []string {
+	keys := make([]string, 0, len(runtimeKeys))
+	for k := range runtimeKeys {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	return keys
+}
+
+// liveConfig holds the keys an update changes while the broker runs (read without locks by
+// the request handlers) and the configuration's DataVersion.
+type liveConfig struct {
+	slaveReadEnable, rejectTransactionMessage, storeReplyMessageEnable atomic.Bool
+	enablePropertyFilter, filterSupportRetry                           atomic.Bool
+
+	// mu makes updates one at a time (file and memory change together).
+	mu      sync.Mutex
+	version atomic.Pointer[route.DataVersion]
+}
+
+func (l *liveConfig) init(c Config, v route.DataVersion) {
+	for _, k := range runtimeKeys {
+		k.live(l).Store(*k.field(&c))
+	}
+	l.version.Store(&v)
+}
+
+// overlay writes the live values into c.
+func (l *liveConfig) overlay(c *Config) {
+	for _, k := range runtimeKeys {
+		*k.field(c) = k.live(l).Load()
+	}
+}
+
+func (b *Broker) handleGetBrokerConfig(w remoting.ResponseWriter, req *remoting.Command) {
+	cfg := b.Config()
+	dump := propfile.Dump(&cfg)
+	keys := make([]string, 0, len(dump))
+	for k := range dump {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	var body bytes.Buffer
+	for _, k := range keys {
+		body.WriteString(k + "=" + dump[k] + "\n")
+	}
+	b.replyOK(w, req, body.Bytes(), "version", string(route.AppendDataVersion(nil, *b.live.version.Load())))
+}
+
+func (b *Broker) handleUpdateBrokerConfig(w remoting.ResponseWriter, req *remoting.Command) {
+	entries, err := propfile.Parse(bytes.NewReader(req.Body), "body")
+	if err != nil {
+		b.reply(w, req, remoting.SystemError, "string2Properties error: "+err.Error())
+		return
+	}
+	set := map[string]string{}
+	next := b.Config()
+	for _, e := range entries {
+		if configBlackList[e.Key] {
+			b.reply(w, req, remoting.NoPermission, "Can not update config in black list.")
+			return
+		}
+		if _, ok := runtimeKeys[e.Key]; !ok {
+			b.reply(w, req, remoting.NoPermission, fmt.Sprintf("Can not update config %s at runtime: this broker changes only %s",
+				e.Key, strings.Join(RuntimeConfigKeys(), ", ")))
+			return
+		}
+		if err := propfile.Set(&next, e.Key, e.Value, "request"); err != nil {
+			b.reply(w, req, remoting.SystemError, err.Error())
+			return
+		}
+		set[e.Key] = fmt.Sprint(*runtimeKeys[e.Key].field(&next))
+	}
+	if len(set) == 0 {
+		b.replyOK(w, req, nil)
+		return
+	}
+	if err := next.Validate(); err != nil {
+		b.reply(w, req, remoting.SystemError, err.Error())
+		return
+	}
+	l := &b.live
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	persisted := b.cfg.ConfigFile != ""
+	if persisted {
+		if err := b.persistConfig(set); err != nil {
+			b.log.WithError(err).WithField("configFile", b.cfg.ConfigFile).Error("broker config update refused: config file not written")
+			b.reply(w, req, remoting.SystemError, "config not changed: writing "+b.cfg.ConfigFile+": "+err.Error())
+			return
+		}
+	}
+	for k := range set {
+		runtimeKeys[k].live(l).Store(*runtimeKeys[k].field(&next))
+	}
+	v := l.version.Load().Next(b.now())
+	l.version.Store(&v)
+	fields := logrus.Fields{"peer": peerOf(w), "persisted": persisted, "version": v.Counter}
+	for k, val := range set {
+		fields[k] = val
+	}
+	b.log.WithFields(fields).Info("broker config updated at runtime")
+	if !persisted {
+		// Applied, and said so: a restart returns to the configuration it starts with.
+		resp := remoting.NewResponse(req, remoting.Success, "applied; not persisted (the broker was started without -c)")
+		_ = w.Write(resp)
+		return
+	}
+	b.replyOK(w, req, nil)
+}
+
+func peerOf(w remoting.ResponseWriter) string {
+	if c := w.Conn(); c != nil {
+		return c.RemoteAddr()
+	}
+	return ""
+}
+
+// persistConfig writes set into the config file: its other lines kept, through a temporary
+// file renamed over it, so that a crash leaves the old or the new file.
+func (b *Broker) persistConfig(set map[string]string) error {
+	fsys := b.cfg.ConfigFS
+	if fsys == nil {
+		fsys = vfs.Default
+	}
+	path := b.cfg.ConfigFile
+	old, err := readSmallFile(fsys, path, maxConfigFileSize)
+	if err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return err
+	}
+	data := propfile.Rewrite(old, set)
+	tmp := path + ".tmp"
+	f, err := fsys.Create(tmp)
+	if err != nil {
+		return err
+	}
+	if _, err := f.WriteAt(data, 0); err != nil {
+		f.Close()
+		_ = fsys.Remove(tmp)
+		return err
+	}
+	if err := f.Sync(); err != nil {
+		f.Close()
+		_ = fsys.Remove(tmp)
+		return err
+	}
+	if err := f.Close(); err != nil {
+		_ = fsys.Remove(tmp)
+		return err
+	}
+	if err := fsys.Rename(tmp, path); err != nil {
+		_ = fsys.Remove(tmp)
+		return err
+	}
+	return fsys.SyncDir(filepath.Dir(path))
+}
+
+// readSmallFile reads a whole file of at most limit bytes.
+func readSmallFile(fsys vfs.FS, path string, limit int64) ([]byte, error) {
+	f, err := fsys.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	size, err := f.Size()
+	if err != nil {
+		return nil, err
+	}
+	if size > limit {
+		return nil, fmt.Errorf("%s is %d bytes, more than %d", path, size, limit)
+	}
+	buf := make([]byte, size)
+	n, err := f.ReadAt(buf, 0)
+	if err != nil && !(errors.Is(err, io.EOF) && int64(n) == size) {
+		return nil, err
+	}
+	return buf[:n], nil
+}
