@@ -79,6 +79,10 @@ type Broker struct {
 	// regMu makes registration rounds (register, unregister) one at a time, so that they
 	// reach each name server in registrationTime order (it refuses an older time).
 	regMu sync.Mutex
+	// unregistered is set (under regMu) once the broker has unregistered at shutdown: a
+	// registration round waiting for regMu then sends nothing, so no name server takes the
+	// stopped broker back after its unregistration.
+	unregistered bool
 
 	haSecret string // haSecret or the content of haSecretFile ("" with haAllowUnauthenticated)
 

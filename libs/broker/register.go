@@ -199,6 +199,9 @@ func (b *Broker) statusAddr() string {
 func (b *Broker) registerAll() {
 	b.regMu.Lock()
 	defer b.regMu.Unlock()
+	if b.unregistered {
+		return
+	}
 	req := b.registerRequest()
 	var wg sync.WaitGroup
 	for _, ns := range b.cfg.NamesrvAddrs() {
@@ -244,6 +247,7 @@ func (b *Broker) unregisterAll(ctx context.Context) {
 	}
 	b.regMu.Lock()
 	defer b.regMu.Unlock()
+	b.unregistered = true
 	req := b.nsRequest(remoting.UnregisterBroker, ext, nil)
 	var wg sync.WaitGroup
 	for _, ns := range b.cfg.NamesrvAddrs() {
