@@ -110,6 +110,10 @@ type opts struct {
 	level     int64
 	// allBrokers is updateBrokerConfig's -a ("true": slaves too), an argument as in Java's tool.
 	allBrokers string
+	// msgIDs, body and tags are queryMsgById's -i (repeatable), sendMessage's -p and -c.
+	msgIDs stringList
+	body   string
+	tags   string
 }
 
 // env is what a command runs with.
@@ -130,6 +134,7 @@ func init() {
 		cmdHAStatus, cmdBrokerStatus, cmdWipeWritePerm, cmdAddWritePerm, cmdUpdateKvConfig, cmdDeleteKvConfig,
 		cmdGetNamesrvConfig, cmdUpdateNamesrvConfig, cmdTopicClusterList,
 		cmdQueryMsgByKey, cmdQueryMsgByUniqueKey, cmdQueryMsgByOffset,
+		cmdQueryMsgByID, cmdSendMessage, cmdConsumeMessage,
 		cmdResetOffsetByTime, cmdCloneGroupOffset, cmdPrintMsg,
 		cmdTopicStatus, cmdConsumerStatus, cmdConsumerConnection, cmdProducerConnection,
 		cmdGetBrokerConfig, cmdUpdateBrokerConfig, cmdBrokerConsumeStats, cmdStatsAll,
