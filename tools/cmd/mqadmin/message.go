@@ -274,28 +274,19 @@ var cmdConsumeMessage = &command{
 				if e.o.offset >= 0 {
 					from = e.o.offset
 				}
-				for off := from; off < to; {
-					ms, next, err := e.admin.pull(ctx, addr, e.o.topic, q, off, 32, "*")
-					if err != nil {
-						done()
-						return err
-					}
-					for _, m := range ms {
-						if m.QueueOffset >= to {
-							break
-						}
-						if len(all) >= limit {
-							truncated = true
-							done()
-							break outer
-						}
-						m.Broker = qd.BrokerName
-						all = append(all, m)
-					}
-					if next <= off {
-						break
-					}
-					off = next
+				ms, full, err := e.admin.readRange(ctx, addr, e.o.topic, q, from, to, "*", limit-len(all))
+				for _, m := range ms {
+					m.Broker = qd.BrokerName
+					all = append(all, m)
+				}
+				if err != nil {
+					done()
+					return err
+				}
+				if full {
+					truncated = true
+					done()
+					break outer
 				}
 			}
 			done()
