@@ -114,6 +114,9 @@ type opts struct {
 	msgIDs stringList
 	body   string
 	tags   string
+	// beginSpec and endSpec are consumeMessage's -s and -e (ms or yyyy-MM-dd#HH:mm:ss:SSS).
+	beginSpec string
+	endSpec   string
 }
 
 // env is what a command runs with.

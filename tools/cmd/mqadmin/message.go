@@ -230,8 +230,8 @@ var cmdConsumeMessage = &command{
 		fs.IntVar(&o.queueID, "i", -1, "only this queue id")
 		fs.Int64Var(&o.offset, "o", -1, "start at this queue offset (needs -b and -i; default: each queue's first message, or -s)")
 		fs.IntVar(&o.maxNum, "c", 128, fmt.Sprintf("most messages to print (at most %d)", consumeMessageMax))
-		fs.Int64Var(&o.beginTs, "s", 0, "begin timestamp, ms since the epoch (default: each queue's first message)")
-		fs.Int64Var(&o.endTs, "e", 0, "end timestamp, ms since the epoch (default: each queue's end)")
+		fs.StringVar(&o.beginSpec, "s", "", "begin timestamp, ms since the epoch or yyyy-MM-dd#HH:mm:ss:SSS (default: each queue's first message)")
+		fs.StringVar(&o.endSpec, "e", "", "end timestamp, ms since the epoch or yyyy-MM-dd#HH:mm:ss:SSS (default: each queue's end)")
 	},
 	run: func(ctx context.Context, e *env) error {
 		if err := needFlag("t", e.o.topic); err != nil {
@@ -239,6 +239,20 @@ var cmdConsumeMessage = &command{
 		}
 		if e.o.offset >= 0 && (e.o.broker == "" || e.o.queueID < 0) {
 			return fmt.Errorf("%w: -o offset needs -b brokerName and -i queueId", ErrUsage)
+		}
+		var begin, end int64
+		for _, ts := range []struct {
+			name, spec string
+			dst        *int64
+		}{{"s", e.o.beginSpec, &begin}, {"e", e.o.endSpec, &end}} {
+			if ts.spec == "" {
+				continue
+			}
+			v, err := parseResetTime(ts.spec, e.now())
+			if err != nil {
+				return fmt.Errorf("%w: -%s %q is not ms since the epoch or yyyy-MM-dd#HH:mm:ss:SSS", ErrUsage, ts.name, ts.spec)
+			}
+			*ts.dst = v
 		}
 		limit := min(max(e.o.maxNum, 1), consumeMessageMax)
 		rd, err := e.admin.TopicRoute(ctx, e.o.topic)
@@ -266,7 +280,7 @@ var cmdConsumeMessage = &command{
 					continue
 				}
 				found = true
-				from, to, err := e.admin.queueRange(ctx, addr, e.o.topic, q, e.o.beginTs, e.o.endTs)
+				from, to, err := e.admin.queueRange(ctx, addr, e.o.topic, q, begin, end)
 				if err != nil {
 					done()
 					return err

@@ -286,6 +286,16 @@ func checkSendConsumeByID(t *testing.T, g *e2e.Group, topic string, sent []keyed
 	require.Equal(t, sent[5].body, ms[0].Body)
 	out = mustRun(t, "consumeMessage", "-n", g.NamesrvAddr, "-t", topic, "-c", "3")
 	require.Contains(t, out, "QUEUE_OFFSET")
+	// A time range: from an hour ahead nothing; up to an hour ahead (Java's date form) everything.
+	ahead := time.Now().Add(time.Hour)
+	ms, code = queryJSON(t, "consumeMessage", "-n", g.NamesrvAddr, "-t", topic, "-s", strconv.FormatInt(ahead.UnixMilli(), 10))
+	require.Equal(t, ExitOK, code)
+	require.Empty(t, ms)
+	ms, code = queryJSON(t, "consumeMessage", "-n", g.NamesrvAddr, "-t", topic, "-e", ahead.Format("2006-01-02#15:04:05:000"), "-c", "1000")
+	require.Equal(t, ExitOK, code)
+	require.Len(t, ms, len(sent)+2)
+	code, _, _ = runOut("consumeMessage", "-n", g.NamesrvAddr, "-t", topic, "-e", "yesterday")
+	require.Equal(t, ExitUsage, code)
 	code, _, _ = runOut("consumeMessage", "-n", g.NamesrvAddr, "-t", topic, "-o", "3")
 	require.Equal(t, ExitUsage, code, "-o without -b and -i")
 	// Nothing was committed for the tools' group.
