@@ -110,6 +110,13 @@ type opts struct {
 	level     int64
 	// allBrokers is updateBrokerConfig's -a ("true": slaves too), an argument as in Java's tool.
 	allBrokers string
+	// msgIDs, body and tags are queryMsgById's -i (repeatable), sendMessage's -p and -c.
+	msgIDs stringList
+	body   string
+	tags   string
+	// beginSpec and endSpec are consumeMessage's -s and -e (ms or yyyy-MM-dd#HH:mm:ss:SSS).
+	beginSpec string
+	endSpec   string
 }
 
 // env is what a command runs with.
@@ -130,6 +137,7 @@ func init() {
 		cmdHAStatus, cmdBrokerStatus, cmdWipeWritePerm, cmdAddWritePerm, cmdUpdateKvConfig, cmdDeleteKvConfig,
 		cmdGetNamesrvConfig, cmdUpdateNamesrvConfig, cmdTopicClusterList,
 		cmdQueryMsgByKey, cmdQueryMsgByUniqueKey, cmdQueryMsgByOffset,
+		cmdQueryMsgByID, cmdSendMessage, cmdConsumeMessage,
 		cmdResetOffsetByTime, cmdCloneGroupOffset, cmdPrintMsg,
 		cmdTopicStatus, cmdConsumerStatus, cmdConsumerConnection, cmdProducerConnection,
 		cmdGetBrokerConfig, cmdUpdateBrokerConfig, cmdBrokerConsumeStats, cmdStatsAll,

@@ -73,30 +73,21 @@ var cmdPrintMsg = &command{
 					done()
 					return err
 				}
-				for off := from; off < to; {
-					ms, next, err := e.admin.pull(ctx, tg.addr, e.o.topic, q, off, 32, e.o.subExpr)
-					if err != nil {
-						done()
-						return err
+				ms, full, err := e.admin.readRange(ctx, tg.addr, e.o.topic, q, from, to, e.o.subExpr, limit-len(all))
+				for _, m := range ms {
+					if !withBody {
+						m.Body = ""
 					}
-					for _, m := range ms {
-						if m.QueueOffset >= to {
-							break
-						}
-						if !withBody {
-							m.Body = ""
-						}
-						if len(all) >= limit {
-							truncated = true
-							done()
-							break outer
-						}
-						all = append(all, m)
-					}
-					if next <= off {
-						break
-					}
-					off = next
+					all = append(all, m)
+				}
+				if err != nil {
+					done()
+					return err
+				}
+				if full {
+					truncated = true
+					done()
+					break outer
 				}
 			}
 			done()
@@ -157,4 +148,30 @@ func (a *Admin) queueRange(ctx context.Context, addr, topic string, qid int, beg
 		to, err = ask(remoting.GetMaxOffset, 0)
 	}
 	return from, to, err
+}
+
+// readRange pulls the messages of a queue in [from, to) matching sub, at most room of them; full
+// reports that more were there (the caller's limit was reached).
+func (a *Admin) readRange(ctx context.Context, addr, topic string, qid int, from, to int64, sub string, room int) ([]FoundMessage, bool, error) {
+	var out []FoundMessage
+	for off := from; off < to; {
+		ms, next, err := a.pull(ctx, addr, topic, qid, off, 32, sub)
+		if err != nil {
+			return out, false, err
+		}
+		for _, m := range ms {
+			if m.QueueOffset >= to {
+				return out, false, nil
+			}
+			if len(out) >= room {
+				return out, true, nil
+			}
+			out = append(out, m)
+		}
+		if next <= off {
+			break
+		}
+		off = next
+	}
+	return out, false, nil
 }

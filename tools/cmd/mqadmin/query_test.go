@@ -14,6 +14,7 @@ import (
 	rocketmq "github.com/apache/rocketmq-client-go/v2"
 	"github.com/apache/rocketmq-client-go/v2/primitive"
 	"github.com/apache/rocketmq-client-go/v2/producer"
+	"github.com/rmqha/rmqha/libs/commitlog"
 	"github.com/rmqha/rmqha/tools/e2e"
 	"github.com/rmqha/rmqha/tools/harness"
 	"github.com/stretchr/testify/require"
@@ -161,6 +162,8 @@ func TestQueryByKeyMasterAndSlave(t *testing.T) {
 	require.Contains(t, out, "MSG_ID")
 	require.NotContains(t, out, "BODY")
 
+	checkSendConsumeByID(t, g, topic, sent)
+
 	// Not found: exit 1 with an empty list.
 	ms, code := queryJSON(t, "queryMsgByKey", "-n", g.NamesrvAddr, "-t", topic, "-k", "no-such-key")
 	require.Equal(t, ExitServer, code)
@@ -208,4 +211,104 @@ func TestQueryByKeyMasterAndSlave(t *testing.T) {
 	checkFound(t, g, topic, g.MasterAddr, sent)
 	require.True(t, g.Master.Running(), "master alive")
 	require.True(t, g.Slave.Running(), "slave alive")
+}
+
+// checkSendConsumeByID covers sendMessage, queryMsgById and consumeMessage on the group of
+// TestQueryByKeyMasterAndSlave: a message sent with the tool is found by its offset id (on the
+// master, and on the slave with --addr), byte-exact; consumeMessage reads every message once,
+// one queue from an offset, and commits no consumer offset.
+func checkSendConsumeByID(t *testing.T, g *e2e.Group, topic string, sent []keyed) {
+	t.Helper()
+	// sendMessage to a chosen queue, as JSON and as a table.
+	code, out, errOut := runOut("sendMessage", "-n", g.NamesrvAddr, "-t", topic, "-p", "tool-body", "-k", "tool-key",
+		"-c", "TT", "-b", e2e.BrokerName, "-i", "1", "--json")
+	require.Equal(t, ExitOK, code, "stdout %q stderr %q", out, errOut)
+	var res SendResult
+	require.NoError(t, json.Unmarshal([]byte(out), &res))
+	require.Equal(t, "SEND_OK", res.SendStatus)
+	require.Equal(t, e2e.BrokerName, res.BrokerName)
+	require.Equal(t, 1, res.QueueID)
+	require.Len(t, res.MsgID, 32)
+	out = mustRun(t, "sendMessage", "-n", g.NamesrvAddr, "-t", topic, "-p", "tool-body-2")
+	require.NotNil(t, tableRow(out, e2e.BrokerName), out)
+	require.Contains(t, out, "SEND_OK")
+	code, _, _ = runOut("sendMessage", "-n", g.NamesrvAddr, "-t", topic, "-p", "x", "-i", "99")
+	require.Equal(t, ExitServer, code, "no such queue")
+	code, _, _ = runOut("sendMessage", "-n", g.NamesrvAddr, "-t", topic)
+	require.Equal(t, ExitUsage, code)
+
+	// queryMsgById: the tool's message and a client's, from the broker the id names and from the slave.
+	ms, code := queryJSON(t, "queryMsgByKey", "-n", g.NamesrvAddr, "-t", topic, "-k", sent[2].key)
+	require.Equal(t, ExitOK, code)
+	require.Len(t, ms, 1)
+	clientOffsetID := ms[0].OffsetMsgID
+	ms, code = queryJSON(t, "queryMsgById", "-n", g.NamesrvAddr, "-i", res.OffsetMsgID, "-i", clientOffsetID)
+	require.Equal(t, ExitOK, code)
+	require.Len(t, ms, 2)
+	require.Equal(t, "tool-body", ms[0].Body)
+	require.Equal(t, res.MsgID, ms[0].MsgID)
+	require.Equal(t, "tool-key", ms[0].Keys)
+	require.Equal(t, "TT", ms[0].Tags)
+	require.Equal(t, res.QueueOffset, ms[0].QueueOffset)
+	require.Equal(t, sent[2].body, ms[1].Body)
+	g.WaitSlaveCaughtUp(t)
+	ms, code = queryJSON(t, "queryMsgById", "-n", g.NamesrvAddr, "-i", res.OffsetMsgID, "--addr", g.SlaveAddr)
+	require.Equal(t, ExitOK, code)
+	require.Len(t, ms, 1)
+	require.Equal(t, "tool-body", ms[0].Body)
+	out = mustRun(t, "queryMsgById", "-n", g.NamesrvAddr, "-i", clientOffsetID)
+	require.Contains(t, out, sent[2].body)
+	require.Contains(t, out, "Offset Message ID:")
+	// An id past the end: exit 1; a malformed one: exit 2.
+	host, off, err := commitlog.ParseOffsetMsgID(res.OffsetMsgID)
+	require.NoError(t, err)
+	_, code = queryJSON(t, "queryMsgById", "-n", g.NamesrvAddr, "-i", commitlog.OffsetMsgID(host, off+1<<40))
+	require.Equal(t, ExitServer, code)
+	code, _, _ = runOut("queryMsgById", "-n", g.NamesrvAddr, "-i", "XYZ")
+	require.Equal(t, ExitUsage, code)
+
+	// consumeMessage: every message once, byte-exact; one queue from an offset; -c caps.
+	ms, code = queryJSON(t, "consumeMessage", "-n", g.NamesrvAddr, "-t", topic, "-c", "1000")
+	require.Equal(t, ExitOK, code)
+	require.Len(t, ms, len(sent)+2)
+	bodies := map[string]int{}
+	for _, m := range ms {
+		bodies[m.Body]++
+	}
+	for _, s := range sent {
+		require.Equal(t, 1, bodies[s.body], "%s consumed once", s.key)
+	}
+	require.Equal(t, 1, bodies["tool-body"])
+	ms, code = queryJSON(t, "consumeMessage", "-n", g.NamesrvAddr, "-t", topic, "-b", e2e.BrokerName,
+		"-i", strconv.Itoa(sent[5].queue), "-o", strconv.FormatInt(sent[5].offset, 10), "-c", "1")
+	require.Equal(t, ExitOK, code)
+	require.Len(t, ms, 1)
+	require.Equal(t, sent[5].body, ms[0].Body)
+	out = mustRun(t, "consumeMessage", "-n", g.NamesrvAddr, "-t", topic, "-c", "3")
+	require.Contains(t, out, "QUEUE_OFFSET")
+	// A time range: from an hour ahead nothing; up to an hour ahead (Java's date form) everything.
+	ahead := time.Now().Add(time.Hour)
+	ms, code = queryJSON(t, "consumeMessage", "-n", g.NamesrvAddr, "-t", topic, "-s", strconv.FormatInt(ahead.UnixMilli(), 10))
+	require.Equal(t, ExitOK, code)
+	require.Empty(t, ms)
+	ms, code = queryJSON(t, "consumeMessage", "-n", g.NamesrvAddr, "-t", topic, "-e", ahead.Format("2006-01-02#15:04:05:000"), "-c", "1000")
+	require.Equal(t, ExitOK, code)
+	require.Len(t, ms, len(sent)+2)
+	code, _, _ = runOut("consumeMessage", "-n", g.NamesrvAddr, "-t", topic, "-e", "yesterday")
+	require.Equal(t, ExitUsage, code)
+	code, _, _ = runOut("consumeMessage", "-n", g.NamesrvAddr, "-t", topic, "-o", "3")
+	require.Equal(t, ExitUsage, code, "-o without -b and -i")
+	// Nothing was committed for the tools' group.
+	acfg := DefaultConfig()
+	acfg.Namesrvs = []string{g.NamesrvAddr}
+	admin, err := NewAdmin(acfg)
+	require.NoError(t, err)
+	defer admin.Close()
+	for q := 0; q < 2; q++ {
+		// RocketMQ answers 0 for a queue the group never committed whose first message is still
+		// stored; a commit of the pulled messages would leave it past 0.
+		off, found, err := admin.ConsumerOffset(context.Background(), g.MasterAddr, toolsConsumerGroup, topic, int32(q))
+		require.NoError(t, err)
+		require.False(t, found && off > 0, "queue %d: offset %d committed for %s", q, off, toolsConsumerGroup)
+	}
 }
