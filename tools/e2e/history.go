@@ -165,7 +165,7 @@ func (h *History) Check(ctx context.Context, cli *remoting.Client, addrs ...stri
 		byQueue[k] = i
 	}
 	for _, addr := range addrs {
-		if err := waitDispatched(ctx, cli, addr); err != nil {
+		if err := WaitDispatched(ctx, cli, addr); err != nil {
 			problems = append(problems, addr+": "+err.Error())
 		}
 		problems = append(problems, checkCounts(ctx, cli, addr, sent)...)
@@ -188,10 +188,10 @@ func (h *History) Check(ctx context.Context, cli *remoting.Client, addrs ...stri
 	return fmt.Errorf("%w:\n  %s", ErrHistory, strings.Join(problems, "\n  "))
 }
 
-// waitDispatched waits until addr has built its consume queues (and message index) for
+// WaitDispatched waits until addr has built its consume queues (and message index) for
 // everything its CommitLog holds: the queues are read next, and a broker that has just
 // caught up, restarted or created many topics is still dispatching.
-func waitDispatched(ctx context.Context, cli *remoting.Client, addr string) error {
+func WaitDispatched(ctx context.Context, cli *remoting.Client, addr string) error {
 	for {
 		resp, err := cli.Invoke(ctx, addr, remoting.NewRequest(remoting.GetBrokerRuntimeInfo, nil, nil))
 		if err == nil && resp.Code == remoting.Success {

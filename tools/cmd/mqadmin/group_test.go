@@ -35,6 +35,10 @@ func send(t *testing.T, g *e2e.Group, topic string, queues, n, size int) {
 		require.NoError(t, err)
 		require.Equal(t, remoting.Success, resp.Code, "send: %s", resp.Remark)
 	}
+	// The queues the commands read next are built after the answers.
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	require.NoError(t, e2e.WaitDispatched(ctx, g.Admin, g.MasterAddr))
 }
 
 // commit stores a consumer offset on the master.
