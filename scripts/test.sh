@@ -30,4 +30,5 @@ patterns=$(for m in $pkgmods; do echo "$(awk '/^module /{print $2; exit}' "$m/go
 go test -count=1 -p 2 -timeout 30m ${GOTEST_FLAGS:-} $patterns
 
 echo "== go test -race (role switching: request paths against promotions and demotions)"
-(cd libs/broker && go test -count=1 -race -run 'Role|Promote|Demote|Fence|LearnMaster' ${GOTEST_FLAGS:-} . ./failover/...)
+(cd libs/broker && go test -count=1 -race -run 'Role|Promote|Demote|Fence|LearnMaster' ${GOTEST_FLAGS:-} .)
+(cd libs/failover && go test -count=1 -race -run 'Role|Promote|Demote|Fence|LearnMaster' ${GOTEST_FLAGS:-} ./...)
