@@ -4,9 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
-	"io"
 	"io/fs"
-	"path/filepath"
 	"sort"
 	"strings"
 	"sync"
@@ -186,55 +184,9 @@ func (b *Broker) persistConfig(set map[string]string) error {
 		fsys = vfs.Default
 	}
 	path := b.cfg.ConfigFile
-	old, err := readSmallFile(fsys, path, maxConfigFileSize)
+	old, err := vfs.ReadFileLimit(fsys, path, maxConfigFileSize)
 	if err != nil && !errors.Is(err, fs.ErrNotExist) {
 		return err
 	}
-	data := propfile.Rewrite(old, set)
-	tmp := path + ".tmp"
-	f, err := fsys.Create(tmp)
-	if err != nil {
-		return err
-	}
-	if _, err := f.WriteAt(data, 0); err != nil {
-		f.Close()
-		_ = fsys.Remove(tmp)
-		return err
-	}
-	if err := f.Sync(); err != nil {
-		f.Close()
-		_ = fsys.Remove(tmp)
-		return err
-	}
-	if err := f.Close(); err != nil {
-		_ = fsys.Remove(tmp)
-		return err
-	}
-	if err := fsys.Rename(tmp, path); err != nil {
-		_ = fsys.Remove(tmp)
-		return err
-	}
-	return fsys.SyncDir(filepath.Dir(path))
-}
-
-// readSmallFile reads a whole file of at most limit bytes.
-func readSmallFile(fsys vfs.FS, path string, limit int64) ([]byte, error) {
-	f, err := fsys.Open(path)
-	if err != nil {
-		return nil, err
-	}
-	defer f.Close()
-	size, err := f.Size()
-	if err != nil {
-		return nil, err
-	}
-	if size > limit {
-		return nil, fmt.Errorf("%s is %d bytes, more than %d", path, size, limit)
-	}
-	buf := make([]byte, size)
-	n, err := f.ReadAt(buf, 0)
-	if err != nil && !(errors.Is(err, io.EOF) && int64(n) == size) {
-		return nil, err
-	}
-	return buf[:n], nil
+	return vfs.WriteFileAtomic(fsys, path, propfile.Rewrite(old, set))
 }

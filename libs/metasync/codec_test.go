@@ -2,7 +2,6 @@ package metasync
 
 import (
 	"context"
-	"errors"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -10,7 +9,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/rmqha/rmqha/libs/commitlog/vfs"
 	"github.com/rmqha/rmqha/libs/meta"
 	"github.com/rmqha/rmqha/libs/remoting"
 	"github.com/stretchr/testify/require"
@@ -176,20 +174,6 @@ func TestPullTableOverRemoting(t *testing.T) {
 	require.ErrorIs(t, err, ErrMasterRefused)
 	_, err = PullTable(context.Background(), cl, "", TableTopics)
 	require.ErrorIs(t, err, ErrUnavailable)
-}
-
-func TestWriteFileAtomic(t *testing.T) {
-	fs := vfs.NewMem()
-	p := filepath.Join("/x", "y", "f.json")
-	require.NoError(t, WriteFileAtomic(fs, p, []byte("one")))
-	require.NoError(t, WriteFileAtomic(fs, p, []byte("two")))
-	got, err := ReadFile(fs, p, 10)
-	require.NoError(t, err)
-	require.Equal(t, "two", string(got))
-	_, err = ReadFile(fs, p, 1)
-	require.Error(t, err)
-	_, err = ReadFile(fs, "/nope", 1)
-	require.True(t, errors.Is(err, os.ErrNotExist))
 }
 
 func FuzzDecodeAnnouncement(f *testing.F) {

@@ -574,7 +574,7 @@ func (f *Follower) loadResets() error {
 	if f.cfg.ResetStatePath == "" {
 		return nil
 	}
-	data, err := ReadFile(f.cfg.FS, f.cfg.ResetStatePath, 64<<20)
+	data, err := vfs.ReadFileLimit(f.cfg.FS, f.cfg.ResetStatePath, 64<<20)
 	if errors.Is(err, iofs.ErrNotExist) {
 		return nil
 	}
@@ -609,7 +609,7 @@ func (f *Follower) saveResets() error {
 	}
 	f.mu.Unlock()
 	data, _ := json.Marshal(st)
-	return WriteFileAtomic(f.cfg.FS, f.cfg.ResetStatePath, data)
+	return vfs.WriteFileAtomic(f.cfg.FS, f.cfg.ResetStatePath, data)
 }
 
 // report publishes the follower's state when it changed, or when the last

@@ -257,26 +257,7 @@ func (x *index) readCheckpoint() (c Checkpoint, damaged bool, err error) {
 }
 
 func (x *index) writeCheckpoint(c Checkpoint) error {
-	tmp := x.checkpointPath() + ".tmp"
-	f, err := x.fs.Create(tmp)
-	if err != nil {
-		return err
-	}
-	if _, err := f.WriteAt(AppendCheckpoint(nil, c), 0); err != nil {
-		_ = f.Close()
-		return err
-	}
-	if err := f.Sync(); err != nil {
-		_ = f.Close()
-		return err
-	}
-	if err := f.Close(); err != nil {
-		return err
-	}
-	if err := x.fs.Rename(tmp, x.checkpointPath()); err != nil {
-		return err
-	}
-	return x.fs.SyncDir(x.dir)
+	return vfs.WriteFileAtomic(x.fs, x.checkpointPath(), AppendCheckpoint(nil, c))
 }
 
 func (x *index) close() error {

@@ -77,7 +77,7 @@ func OpenStore(fsys vfs.FS, root string, log logrus.FieldLogger) (*Store, error)
 }
 
 func (s *Store) load(path string) (metasync.Snapshot, error) {
-	data, err := metasync.ReadFile(s.fs, path, maxStoredSnapshot)
+	data, err := vfs.ReadFileLimit(s.fs, path, maxStoredSnapshot)
 	if err != nil {
 		return metasync.Snapshot{}, err
 	}
@@ -119,7 +119,7 @@ func (s *Store) Put(snap metasync.Snapshot) (stored metasync.Snapshot, changed b
 	if err != nil {
 		return prev, false, err
 	}
-	if err := metasync.WriteFileAtomic(s.fs, s.path(snap.Cluster, snap.BrokerName, snap.Table), data); err != nil {
+	if err := vfs.WriteFileAtomic(s.fs, s.path(snap.Cluster, snap.BrokerName, snap.Table), data); err != nil {
 		return prev, false, err
 	}
 	s.mu.Lock()

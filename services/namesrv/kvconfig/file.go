@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
-	"path/filepath"
 	"sync"
 
 	"github.com/rmqha/rmqha/libs/commitlog/vfs"
@@ -179,30 +178,7 @@ func (f *File) save(table map[string]map[string]string) error {
 	if err != nil {
 		return err
 	}
-	dir := filepath.Dir(f.path)
-	if err := f.fs.MkdirAll(dir); err != nil {
-		return fmt.Errorf("kvconfig: %w", err)
-	}
-	tmp := f.path + ".tmp"
-	fh, err := f.fs.Create(tmp)
-	if err != nil {
-		return fmt.Errorf("kvconfig: %w", err)
-	}
-	if _, err := fh.WriteAt(data, 0); err != nil {
-		fh.Close()
-		return fmt.Errorf("kvconfig: %w", err)
-	}
-	if err := fh.Sync(); err != nil {
-		fh.Close()
-		return fmt.Errorf("kvconfig: %w", err)
-	}
-	if err := fh.Close(); err != nil {
-		return fmt.Errorf("kvconfig: %w", err)
-	}
-	if err := f.fs.Rename(tmp, f.path); err != nil {
-		return fmt.Errorf("kvconfig: %w", err)
-	}
-	if err := f.fs.SyncDir(dir); err != nil {
+	if err := vfs.WriteFileAtomic(f.fs, f.path, data); err != nil {
 		return fmt.Errorf("kvconfig: %w", err)
 	}
 	return nil

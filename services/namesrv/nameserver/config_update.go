@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
-	"path/filepath"
 	"sort"
 	"strings"
 	"sync"
@@ -161,51 +160,11 @@ func (s *Server) persistConfig(set map[string]string) error {
 		fsys = vfs.Default
 	}
 	path := s.cfg.ConfigFile
-	var src []byte
-	f, err := fsys.Open(path)
-	switch {
-	case errors.Is(err, fs.ErrNotExist):
-	case err != nil:
-		return err
-	default:
-		size, err := f.Size()
-		if err == nil && size > maxConfigFileSize {
-			err = fmt.Errorf("%s is %d bytes, more than %d", path, size, maxConfigFileSize)
-		}
-		if err == nil {
-			src = make([]byte, size)
-			var n int
-			n, err = f.ReadAt(src, 0)
-			if n == len(src) {
-				err = nil
-			}
-		}
-		_ = f.Close()
-		if err != nil {
-			return err
-		}
-	}
-	out := props.Rewrite(src, set)
-	tmp := path + ".tmp"
-	t, err := fsys.Create(tmp)
-	if err != nil {
+	src, err := vfs.ReadFileLimit(fsys, path, maxConfigFileSize)
+	if err != nil && !errors.Is(err, fs.ErrNotExist) {
 		return err
 	}
-	if _, err := t.WriteAt(out, 0); err != nil {
-		_ = t.Close()
-		return err
-	}
-	if err := t.Sync(); err != nil {
-		_ = t.Close()
-		return err
-	}
-	if err := t.Close(); err != nil {
-		return err
-	}
-	if err := fsys.Rename(tmp, path); err != nil {
-		return err
-	}
-	return fsys.SyncDir(filepath.Dir(path))
+	return vfs.WriteFileAtomic(fsys, path, props.Rewrite(src, set))
 }
 
 // maxConfigFileSize bounds the config file an update reads back.
