@@ -170,7 +170,7 @@ func appendMQTable[V any](dst []byte, m map[MessageQueue]V, val func([]byte, V) 
 //	  {"brokerOffset":9,"consumerOffset":7,"lastTimestamp":1700000000000,"pullOffset":7}}}
 func AppendConsumeStats(dst []byte, tps float64, table map[MessageQueue]OffsetWrapper) []byte {
 	dst = append(dst, `{"consumeTps":`...)
-	dst = strconv.AppendFloat(dst, tps, 'f', 1, 64)
+	dst = AppendJavaDouble(dst, tps) // all its digits: consumeTps 0.35 is not 0.3
 	dst = append(dst, `,"offsetTable":`...)
 	dst = appendMQTable(dst, table, func(d []byte, o OffsetWrapper) []byte {
 		d = append(d, `{"brokerOffset":`...)
