@@ -77,6 +77,7 @@ func (b *Broker) handleDeleteTopic(w remoting.ResponseWriter, req *remoting.Comm
 	if derr := b.store.DeleteTopic(topic); derr != nil {
 		b.log.WithError(derr).WithField("topic", topic).Warn("deleting consume queues failed")
 	}
+	b.bstats.OnTopicDeleted(topic)
 	if existed {
 		b.log.WithField("topic", topic).Info("topic deleted by admin request")
 		b.triggerRegister()
@@ -136,6 +137,7 @@ func (b *Broker) handleDeleteGroup(w remoting.ResponseWriter, req *remoting.Comm
 	if req.Ext("cleanOffset") == "true" {
 		b.tables.Offsets.RemoveGroup(group)
 	}
+	b.bstats.OnGroupDeleted(group)
 	b.replyOK(w, req, nil)
 }
 
@@ -170,6 +172,7 @@ func (b *Broker) handleRuntimeInfo(w remoting.ResponseWriter, req *remoting.Comm
 		"pullRequests":           strconv.FormatUint(st.PullRequests, 10),
 		"storeReadOnly":          strconv.FormatBool(st.StoreError != ""),
 	}
+	b.statsRuntimeInfo(t)
 	b.sqlRuntimeInfo(t)
 	b.replyRuntimeInfo(t)
 	b.txnRuntimeInfo(t)

@@ -5,6 +5,7 @@ import (
 	"crypto/tls"
 	"errors"
 	"fmt"
+	"github.com/rmqha/rmqha/libs/broker/brokerstats"
 	"net"
 	"net/netip"
 	"strconv"
@@ -111,6 +112,11 @@ type Broker struct {
 
 	// systemTopicSends counts client sends refused for naming a system topic.
 	systemTopicSends atomic.Uint64
+
+	// bstats counts puts and gets over time (VIEW_BROKER_STATS_DATA, consumeTps, the runtime
+	// info's rates: statsitems.go); noStats turns the counting off (the benchmark's baseline).
+	bstats  *brokerstats.Manager
+	noStats atomic.Bool
 }
 
 // shutdownFlushGrace is how long Shutdown lets connection writers flush answers produced
@@ -180,6 +186,9 @@ func New(cfg Config, logger logrus.FieldLogger) (*Broker, error) {
 	b.rv.Store(&roleView{role: cfg.BrokerRole, id: cfg.BrokerID})
 	b.live.init(cfg, route.NewDataVersion(cfg.Now()))
 	b.autoc = newAutoCreator()
+	if b.bstats, err = newBrokerStats(cfg); err != nil {
+		return nil, err
+	}
 	b.metrics = newBrokerMetrics(b, cfg.MetricsEnable)
 	b.masterAddr.Store("")
 	b.ctx, b.cancel = context.WithCancel(context.Background())
@@ -433,7 +442,11 @@ func (b *Broker) start() error {
 	b.holds.start()
 	b.pipe.start()
 	b.clients.start()
-	b.wg.Add(4)
+	b.wg.Add(5)
+	go func() {
+		defer b.wg.Done()
+		b.bstats.Run(b.ctx, b.now)
+	}()
 	go b.persistLoop()
 	go b.registerLoop()
 	go b.claimLoop()

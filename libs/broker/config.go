@@ -308,6 +308,14 @@ type Config struct {
 	// HeartbeatMaxGroups is the most producer plus consumer entries one heartbeat may carry;
 	// a larger one is refused whole (SYSTEM_ERROR). Default 1024.
 	HeartbeatMaxGroups int `prop:"heartbeatMaxGroups"`
+	// StatsMaxKeys is the most keys each family of broker stats holds (topics of
+	// TOPIC_PUT_*, topic@group pairs of GROUP_GET_* and of SNDBCK_PUT_NUMS; about 1 KiB of
+	// samples per key and name): a key past it is not counted (VIEW_BROKER_STATS_DATA answers
+	// it does not exist; the broker totals still count it). 0 means no limit. Default 10000.
+	StatsMaxKeys int `prop:"statsMaxKeys"`
+	// MaxStatsIdleTimeInMinutes drops a stats key whose counts have not moved for this many
+	// minutes, as RocketMQ 5: negative never (the default, -1), 0 to 10 mean 30.
+	MaxStatsIdleTimeInMinutes int `prop:"maxStatsIdleTimeInMinutes"`
 	// HeartbeatMaxSubscriptions is the most subscriptions (all consumer entries together) one
 	// heartbeat may carry; a larger one is refused whole. Default 4096.
 	HeartbeatMaxSubscriptions int `prop:"heartbeatMaxSubscriptions"`
@@ -404,6 +412,8 @@ func DefaultConfig() Config {
 		AutoCreatePerConnection:          1000,
 		HeartbeatMaxGroups:               1024,
 		HeartbeatMaxSubscriptions:        4096,
+		StatsMaxKeys:                     10000,
+		MaxStatsIdleTimeInMinutes:        -1,
 		MetadataFlushInterval:            500 * time.Millisecond,
 		MetadataFlushBatch:               1000,
 	}
@@ -617,6 +627,7 @@ func (c Config) validateBounds(bad func(key, format string, a ...any) error) err
 		"lockMaxQueues":                    c.LockMaxQueues,
 		"autoCreatePerHeartbeat":           c.AutoCreatePerHeartbeat,
 		"autoCreatePerConnection":          c.AutoCreatePerConnection,
+		"statsMaxKeys":                     c.StatsMaxKeys,
 	} {
 		if v < 0 {
 			return bad(key, "%d < 0 (0 means no limit)", v)

@@ -63,7 +63,8 @@ func (b *Broker) handleTopicConsumeByWho(w remoting.ResponseWriter, req *remotin
 // topic it holds offsets on (topics gone from the topic table left out; with isOrder=true only
 // ordered topics; a topic an online group no longer subscribes to left out), per write queue
 // the broker's max offset, the group's offset and the store time of the last consumed
-// message; totalDiff sums broker minus consumer offsets. consumeTps is not measured here (0).
+// message; totalDiff sums broker minus consumer offsets; consumeTps is the minute tps of the
+// group's GROUP_GET_NUMS on the topic.
 func (b *Broker) handleBrokerConsumeStats(w remoting.ResponseWriter, req *remoting.Command) {
 	onlyOrder := req.Ext("isOrder") == "true"
 	byGroup := map[string][]string{}
@@ -89,7 +90,7 @@ func (b *Broker) handleBrokerConsumeStats(w remoting.ResponseWriter, req *remoti
 					continue
 				}
 			}
-			cs := route.ConsumeStats{OffsetTable: map[route.MessageQueue]route.OffsetWrapper{}}
+			cs := route.ConsumeStats{ConsumeTps: b.bstats.GroupGetTps(topic, group), OffsetTable: map[route.MessageQueue]route.OffsetWrapper{}}
 			for i := int32(0); i < tc.WriteQueueNums; i++ {
 				o := route.OffsetWrapper{BrokerOffset: max(b.store.QueueMaxOffset(topic, i), 0)}
 				if off, found := b.tables.Offsets.Query(group, topic, i); found && off > 0 {

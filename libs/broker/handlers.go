@@ -38,6 +38,7 @@ func (b *Broker) registerHandlers() {
 	h(remoting.QueryTopicConsumeByWho, b.handleTopicConsumeByWho)
 	h(remoting.GetBrokerConsumeStats, b.handleBrokerConsumeStats)
 	h(remoting.GetSystemTopicListFromBroker, b.handleSystemTopicList)
+	h(remoting.ViewBrokerStatsData, b.handleViewBrokerStatsData)
 	h(remoting.GetConsumerRunningInfo, b.handleGetConsumerRunningInfo)
 	h(remoting.ConsumeMessageDirectly, b.handleConsumeMessageDirectly)
 	// Clients.

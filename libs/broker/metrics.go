@@ -420,6 +420,8 @@ var (
 	descSysTopicSend = desc("system_topic_send_refused_total", "Client sends to a topic only the broker may store into (SCHEDULE_TOPIC_XXXX, RMQ_SYS_TRANS_HALF_TOPIC, ...), answered NO_PERMISSION.")
 	descLocks        = desc("queue_locks", "Queue locks held for orderly consumers (LOCK_BATCH_MQ), expired ones included until swept.")
 	descLockRefused  = desc("queue_lock_refused_total", "LOCK_BATCH_MQ requests answered SYSTEM_BUSY, by bound (group_limit: lockMaxQueuesPerGroup, table_limit: lockMaxQueues).", "reason")
+	descStatsKeys    = desc("stats_keys", "Keys of the broker stats (VIEW_BROKER_STATS_DATA) by family: topic (TOPIC_PUT_*), group (GROUP_GET_*, topic@group), sendback (SNDBCK_PUT_NUMS).", "family")
+	descStatsRefused = desc("stats_keys_refused_total", "New stats keys not counted because their family held statsMaxKeys.")
 	descDelayRefused = desc("delay_refused_total", "Scheduled records delivered nowhere: REAL_TOPIC missing or the schedule topic itself.")
 	descTimerPending = desc("timer_pending", "Timer messages (rmq_sys_wheel_timer) not yet delivered: indexed ones plus the queue not yet indexed.")
 	descTimerDeliv   = desc("timer_delivered_total", "Timer messages delivered into their real topics since start.")
@@ -456,7 +458,7 @@ var allDescs = []*prometheus.Desc{
 	descSegments, descAppended, descAppends, descFsyncs, descFlushTO, descSendReq, descRefused,
 	descPullReq, descHeld, descMetaVer, descMetaLen, descClients, descEpoch, descConfirmed,
 	descAutoCreated, descAutoRefused, descHBRefused, descMetaWrites, descMetaPending, descCQRepairs, descCQRestored, descDelayRefused, descSysTopicSend,
-	descLocks, descLockRefused,
+	descLocks, descLockRefused, descStatsKeys, descStatsRefused,
 	descTimerPending, descTimerDeliv, descTimerSkipped, descTimerCancel, descTimerMarkers, descTimerLate,
 	descInSync, descInSyncSlaves, descNeeded, descSlavesConn, descWaiters, descSlaveLag,
 	descSlaveLagSec, descSlaveInSync, descSlaveAck, descSlaveAckAge, descHACounter,
@@ -543,6 +545,13 @@ func (c *stateCollector) Collect(ch chan<- prometheus.Metric) {
 		for _, r := range heartbeatRefusedReasons {
 			counter(descHBRefused, float64(b.autoc.hbRefused[r].Load()), r)
 		}
+	}
+	if b.bstats != nil {
+		topics, groups, sendBacks, refused := b.bstats.Keys()
+		gauge(descStatsKeys, float64(topics), "topic")
+		gauge(descStatsKeys, float64(groups), "group")
+		gauge(descStatsKeys, float64(sendBacks), "sendback")
+		counter(descStatsRefused, float64(refused))
 	}
 	if b.locks != nil {
 		gauge(descLocks, float64(b.locks.size()))

@@ -184,6 +184,7 @@ func (b *Broker) executePull(pr *pullRequest, allowHold bool) {
 		pr.rf.flush(&b.sqlf)
 	}
 	code, next, notYet := b.mapPullStatus(pr, &res)
+	b.countGet(pr, code, &res)
 	if allowHold && (code == remoting.PullNotFound || notYet) {
 		hold := min(pr.suspend, b.cfg.BrokerSuspendMaxTime)
 		if hold > 0 && b.holds.heldCount() < maxHeldPulls {

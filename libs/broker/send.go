@@ -415,6 +415,7 @@ func (b *Broker) handleSend(w remoting.ResponseWriter, req *remoting.Command) {
 		b.replyStoreError(w, req, err)
 		return
 	}
+	b.countPut(topic, 1, len(req.Body))
 	resp := remoting.NewResponse(req, remoting.Success, "")
 	resp.ExtFields["msgId"] = res.MsgID
 	resp.ExtFields["queueId"] = strconv.Itoa(int(qid))
@@ -488,6 +489,11 @@ func (b *Broker) sendBatch(v *roleView, w remoting.ResponseWriter, req *remoting
 		b.replyStoreError(w, req, err)
 		return
 	}
+	size := 0
+	for _, m := range members {
+		size += len(m.body)
+	}
+	b.countPut(tc.TopicName, len(msgs), size)
 	ids := make([]string, len(results))
 	for i, r := range results {
 		ids[i] = r.MsgID

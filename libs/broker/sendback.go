@@ -137,6 +137,9 @@ func (b *Broker) handleSendBack(w remoting.ResponseWriter, req *remoting.Command
 		b.replyStoreError(w, req, err)
 		return
 	}
+	if !b.noStats.Load() {
+		b.bstats.SendBack(props[propRetryTopic], group) // the topic the message came from, as RocketMQ
+	}
 	// Send-back copies never wait for flush or replication (RocketMQ writes them with WAIT=false).
 	b.replyOK(w, req, nil)
 }

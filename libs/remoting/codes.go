@@ -65,6 +65,7 @@ const (
 	QueryTopicConsumeByWho           int32 = 300
 	GetSystemTopicListFromNS         int32 = 304
 	GetSystemTopicListFromBroker     int32 = 305
+	ViewBrokerStatsData              int32 = 315
 	QueryConsumeTimeSpan             int32 = 303
 	CloneGroupOffset                 int32 = 314
 	GetConsumerRunningInfo           int32 = 307
@@ -182,6 +183,7 @@ var requestNames = map[int32]string{
 	QueryTopicConsumeByWho:           "QUERY_TOPIC_CONSUME_BY_WHO",
 	GetSystemTopicListFromNS:         "GET_SYSTEM_TOPIC_LIST_FROM_NS",
 	GetSystemTopicListFromBroker:     "GET_SYSTEM_TOPIC_LIST_FROM_BROKER",
+	ViewBrokerStatsData:              "VIEW_BROKER_STATS_DATA",
 	QueryConsumeTimeSpan:             "QUERY_CONSUME_TIME_SPAN",
 	CloneGroupOffset:                 "CLONE_GROUP_OFFSET",
 	GetConsumerRunningInfo:           "GET_CONSUMER_RUNNING_INFO",
