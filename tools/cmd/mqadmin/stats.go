@@ -260,6 +260,7 @@ var cmdConsumerStatus = &command{
 		}
 		var rows []ConsumeStatusRow
 		var errs []error
+		var consumeTps float64 // the group's get rate over the last minute, summed over the masters
 		for _, b := range bs {
 			ext := map[string]string{"consumerGroup": e.o.group}
 			if e.o.topic != "" {
@@ -270,11 +271,12 @@ var cmdConsumerStatus = &command{
 				errs = append(errs, err)
 				continue
 			}
-			_, table, err := route.DecodeConsumeStats(resp.Body)
+			tps, table, err := route.DecodeConsumeStats(resp.Body)
 			if err != nil {
 				errs = append(errs, fmt.Errorf("%w: %s: %w", ErrServer, b.Addr, err))
 				continue
 			}
+			consumeTps += tps
 			for q, o := range table {
 				rows = append(rows, ConsumeStatusRow{q.Topic, q.BrokerName, q.QueueID, o.BrokerOffset, o.ConsumerOffset, o.BrokerOffset - o.ConsumerOffset, o.LastTimestamp})
 			}
@@ -297,7 +299,7 @@ var cmdConsumerStatus = &command{
 			if rows == nil {
 				rows = []ConsumeStatusRow{}
 			}
-			if err := printJSON(e.stdout, map[string]any{"group": e.o.group, "queues": rows, "diffTotal": total}); err != nil {
+			if err := printJSON(e.stdout, map[string]any{"group": e.o.group, "queues": rows, "diffTotal": total, "consumeTps": consumeTps}); err != nil {
 				return err
 			}
 		} else {
@@ -309,7 +311,7 @@ var cmdConsumerStatus = &command{
 			if err := table(e.stdout, []string{"TOPIC", "BROKER", "QID", "BROKER_OFFSET", "CONSUMER_OFFSET", "DIFF", "LAST_TIME"}, t); err != nil {
 				return err
 			}
-			fmt.Fprintf(e.stdout, "\nDiff Total: %d\n", total)
+			fmt.Fprintf(e.stdout, "\nConsume TPS: %.2f\nDiff Total: %d\n", consumeTps, total)
 		}
 		return worst(errs...)
 	},
@@ -488,19 +490,56 @@ func printRunningInfo(e *env, broker string, info route.ConsumerRunningInfo) err
 	return nil
 }
 
-// StatsAllRow is one (topic, group) of statsAll.
+// StatsAllRow is one (topic, group) of statsAll, Java's columns: the group's accumulation
+// (messages not yet consumed), the topic's put rate and the group's get rate over the last
+// minute, and their messages over the last 24 hours (VIEW_BROKER_STATS_DATA of the masters).
+// A topic without consumer groups has one row with an empty group and NoConsumer set.
 type StatsAllRow struct {
-	Topic        string `json:"topic"`
-	Group        string `json:"group"`
-	Accumulation int64  `json:"accumulation"`
+	Topic        string  `json:"topic"`
+	Group        string  `json:"group"`
+	Accumulation int64   `json:"accumulation"`
+	InTPS        float64 `json:"inTps"`
+	OutTPS       float64 `json:"outTps"`
+	InMsg24Hour  int64   `json:"inMsg24Hour"`
+	OutMsg24Hour int64   `json:"outMsg24Hour"`
+	NoConsumer   bool    `json:"noConsumer,omitempty"`
+}
+
+// compute24HourSum is Java's: the day window's sum, else the hour's, else the minute's (a
+// broker up for less than an hour has no day samples yet).
+func compute24HourSum(d route.BrokerStatsData) int64 {
+	for _, s := range []int64{d.StatsDay.Sum, d.StatsHour.Sum, d.StatsMinute.Sum} {
+		if s != 0 {
+			return s
+		}
+	}
+	return 0
+}
+
+// viewStats asks a broker for VIEW_BROKER_STATS_DATA; an item the broker never counted
+// (SYSTEM_ERROR "The stats <..> <..> not exist") is zero, as the Java tool reads it.
+func (a *Admin) viewStats(ctx context.Context, addr, name, key string) (route.BrokerStatsData, error) {
+	resp, err := a.Invoke(ctx, addr, remoting.ViewBrokerStatsData, map[string]string{"statsName": name, "statsKey": key}, nil)
+	if err != nil {
+		var se *serverError
+		if errors.As(err, &se) && se.code == remoting.SystemError && strings.HasSuffix(se.remark, " not exist") {
+			return route.BrokerStatsData{}, nil
+		}
+		return route.BrokerStatsData{}, err
+	}
+	d, err := route.DecodeBrokerStatsData(resp.Body)
+	if err != nil {
+		return d, fmt.Errorf("%w: %s: %w", ErrServer, addr, err)
+	}
+	return d, nil
 }
 
 var cmdStatsAll = &command{
 	name:    "statsAll",
-	summary: "every topic's consumer groups and their accumulation (messages not yet consumed), from the masters",
+	summary: "every topic's consumer groups: accumulation, in/out TPS over the last minute and messages over 24 hours, from the masters",
 	flags: func(fs *flag.FlagSet, o *opts) {
 		fs.StringVar(&o.topic, "t", "", "only this topic")
-		fs.BoolVar(&o.showAll, "a", false, "only topics some group consumes (Java's activeTopic)")
+		fs.BoolVar(&o.showAll, "a", false, "only active topics: some message in or out over the last 24 hours (Java's activeTopic)")
 	},
 	run: func(ctx context.Context, e *env) error {
 		topics := []string{e.o.topic}
@@ -524,8 +563,16 @@ var cmdStatsAll = &command{
 				errs = append(errs, err)
 				continue
 			}
+			var inTPS float64
+			var in24 int64
 			groups := map[string]bool{}
 			for _, m := range ms {
+				d, err := e.admin.viewStats(ctx, m[1], "TOPIC_PUT_NUMS", topic)
+				if err != nil {
+					errs = append(errs, err)
+				}
+				inTPS += d.StatsMinute.Tps
+				in24 += compute24HourSum(d)
 				resp, err := e.admin.Invoke(ctx, m[1], remoting.QueryTopicConsumeByWho, map[string]string{"topic": topic}, nil)
 				if err != nil {
 					errs = append(errs, err)
@@ -540,12 +587,21 @@ var cmdStatsAll = &command{
 					groups[g] = true
 				}
 			}
-			if len(groups) == 0 && !e.o.showAll {
-				rows = append(rows, StatsAllRow{Topic: topic})
+			if len(groups) == 0 {
+				if !e.o.showAll || in24 > 0 {
+					rows = append(rows, StatsAllRow{Topic: topic, InTPS: inTPS, InMsg24Hour: in24, NoConsumer: true})
+				}
+				continue
 			}
 			for _, g := range sortedKeys(groups) {
-				row := StatsAllRow{Topic: topic, Group: g}
+				row := StatsAllRow{Topic: topic, Group: g, InTPS: inTPS, InMsg24Hour: in24}
 				for _, m := range ms {
+					d, err := e.admin.viewStats(ctx, m[1], "GROUP_GET_NUMS", topic+"@"+g)
+					if err != nil {
+						errs = append(errs, err)
+					}
+					row.OutTPS += d.StatsMinute.Tps
+					row.OutMsg24Hour += compute24HourSum(d)
 					resp, err := e.admin.Invoke(ctx, m[1], remoting.GetConsumeStats, map[string]string{"consumerGroup": g, "topic": topic}, nil)
 					if err != nil {
 						errs = append(errs, err)
@@ -560,7 +616,10 @@ var cmdStatsAll = &command{
 						row.Accumulation += o.BrokerOffset - o.ConsumerOffset
 					}
 				}
-				rows = append(rows, row)
+				row.Accumulation = max(row.Accumulation, 0)
+				if !e.o.showAll || row.InMsg24Hour > 0 || row.OutMsg24Hour > 0 {
+					rows = append(rows, row)
+				}
 			}
 		}
 		if e.o.json {
@@ -573,10 +632,16 @@ var cmdStatsAll = &command{
 			return worst(errs...)
 		}
 		var t [][]string
+		tps := func(v float64) string { return strconv.FormatFloat(v, 'f', 2, 64) }
 		for _, r := range rows {
-			t = append(t, []string{r.Topic, r.Group, strconv.FormatInt(r.Accumulation, 10)})
+			if r.NoConsumer {
+				t = append(t, []string{r.Topic, "", "0", tps(r.InTPS), "", strconv.FormatInt(r.InMsg24Hour, 10), "NO_CONSUMER"})
+				continue
+			}
+			t = append(t, []string{r.Topic, r.Group, strconv.FormatInt(r.Accumulation, 10), tps(r.InTPS), tps(r.OutTPS),
+				strconv.FormatInt(r.InMsg24Hour, 10), strconv.FormatInt(r.OutMsg24Hour, 10)})
 		}
-		if err := table(e.stdout, []string{"TOPIC", "CONSUMER_GROUP", "ACCUMULATION"}, t); err != nil {
+		if err := table(e.stdout, []string{"#Topic", "#Consumer Group", "#Accumulation", "#InTPS", "#OutTPS", "#InMsg24Hour", "#OutMsg24Hour"}, t); err != nil {
 			return err
 		}
 		return worst(errs...)
