@@ -55,6 +55,13 @@
 // per group and in total (lockMaxQueuesPerGroup, lockMaxQueues; SYSTEM_BUSY beyond), see
 // locks.go.
 //
+// # Stats over time
+//
+// Stored sends, pulls that found messages and send-backs are counted into RocketMQ's stats
+// items (package brokerstats, statsitems.go): VIEW_BROKER_STATS_DATA, the consumeTps of
+// GET_CONSUME_STATS and the rate keys of GET_BROKER_RUNTIME_INFO read them; statsMaxKeys bounds
+// the keys of each family.
+//
 // # Delays and retries
 //
 // A message with DELAY=n (levels from messageDelayLevel, RocketMQ's "1s 5s ... 2h" by default;
