@@ -1,7 +1,9 @@
 package brokerstats
 
 import (
+	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -230,4 +232,44 @@ func BenchmarkPut(b *testing.B) {
 			m.Put("topic-xa", 1, 1024)
 		}
 	})
+}
+
+// Counting, sampling, lookups and deletes at once: every put is in the totals (run with -race).
+func TestConcurrentCountAndSample(t *testing.T) {
+	m := newManager(t, func(c *Config) { c.MaxKeys = 50 })
+	m.Tick(t0)
+	var wg sync.WaitGroup
+	for g := 0; g < 4; g++ {
+		wg.Add(1)
+		go func(g int) {
+			defer wg.Done()
+			for i := 0; i < 2000; i++ {
+				topic := "T" + strconv.Itoa(i%80)
+				m.Put(topic, 1, 10)
+				m.Get(topic, "G"+strconv.Itoa(g), 1, 10)
+				if i%500 == 0 {
+					m.OnTopicDeleted("T1")
+				}
+			}
+		}(g)
+	}
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for s := 1; s <= 200; s++ {
+			m.Tick(t0.Add(time.Duration(s) * time.Second))
+			if it, ok := m.Lookup(TopicPutNums, "T2"); ok {
+				_ = it.Minute()
+			}
+			_ = m.Rates()
+		}
+	}()
+	wg.Wait()
+	<-done
+	put, get := m.Totals()
+	assert.Equal(t, int64(8000), put)
+	assert.Equal(t, int64(8000), get)
+	topics, _, _, refused := m.Keys()
+	assert.LessOrEqual(t, topics, 50)
+	assert.Positive(t, refused)
 }
