@@ -164,6 +164,7 @@ func (b *Broker) handleSendReply(w remoting.ResponseWriter, req *remoting.Comman
 		return
 	}
 	st.stored.Add(1)
+	b.countPut(tc.TopicName, 1, len(req.Body)) // as RocketMQ's ReplyMessageProcessor
 	resp.ExtFields["msgId"] = res.MsgID
 	resp.ExtFields["queueOffset"] = strconv.FormatInt(res.QueueOffset, 10)
 	if u := pm[propUniqKey]; u != "" {
