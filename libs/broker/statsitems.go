@@ -24,6 +24,7 @@ func newBrokerStats(cfg Config) (*brokerstats.Manager, error) {
 		if idle <= 10 {
 			idle = 30
 		}
+		idle = min(idle, 1<<24) // 32 years: beyond, the duration would overflow
 		sc.MaxIdle = time.Duration(idle) * time.Minute
 	}
 	sc.IsSystemTopic = func(topic string) bool {

@@ -2,6 +2,7 @@ package broker
 
 import (
 	"encoding/json"
+	"math"
 	"strconv"
 	"testing"
 	"time"
@@ -109,4 +110,16 @@ func TestViewBrokerStatsData(t *testing.T) {
 	assert.Equal(t, remoting.SystemError, resp.Code)
 	_, resp = view("GROUP_GET_NUMS", "ST@SG")
 	assert.Equal(t, remoting.SystemError, resp.Code)
+}
+
+func TestBrokerStatsConfig(t *testing.T) {
+	for _, idle := range []int{-1, 0, 5, 60, math.MaxInt32} {
+		cfg := testConfig(t)
+		cfg.MaxStatsIdleTimeInMinutes = idle
+		_, err := newBrokerStats(cfg)
+		require.NoError(t, err, idle)
+	}
+	cfg := testConfig(t)
+	cfg.StatsMaxKeys = -1
+	require.ErrorIs(t, cfg.Validate(), ErrInvalidConfig)
 }
