@@ -1,6 +1,7 @@
 package broker
 
 import (
+	"context"
 	"os"
 	"path/filepath"
 	"testing"
@@ -11,13 +12,13 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-// lastRegistered is the topic table of the stub's latest REGISTER_BROKER.
+// lastRegistered is the topic table of the stub's latest REGISTER_BROKER as master (brokerId 0).
 func (ns *nsStub) lastRegistered(t *testing.T) route.TopicConfigSerializeWrapper {
 	t.Helper()
 	ns.mu.Lock()
 	defer ns.mu.Unlock()
 	for i := len(ns.reqs) - 1; i >= 0; i-- {
-		if ns.reqs[i].Code == remoting.RegisterBroker {
+		if ns.reqs[i].Code == remoting.RegisterBroker && ns.reqs[i].Ext("brokerId") == "0" {
 			body, err := route.DecodeRegisterBrokerBody(ns.reqs[i].Body)
 			require.NoError(t, err)
 			return body.TopicConfigSerializeWrapper
@@ -108,4 +109,39 @@ func TestBrokerPermissionFromConfig(t *testing.T) {
 	bad := testConfig(t)
 	bad.BrokerPermission = 9
 	require.ErrorContains(t, bad.Validate(), "brokerPermission")
+}
+
+// The permission belongs to the process: a read-only standby promoted to master registers
+// read-only topics and refuses sends, the demoted master keeps its own 6.
+func TestBrokerPermissionKeptAcrossPromotion(t *testing.T) {
+	ns := startNSStub(t)
+	acfg := syncMasterConfig(t)
+	acfg.NamesrvAddr = ns.addr()
+	a := startBroker(t, acfg)
+	bcfg := slaveConfig(t, a.HAAddr())
+	bcfg.NamesrvAddr = ns.addr()
+	bcfg.BrokerPermission = route.PermRead
+	b := startBroker(t, bcfg)
+	b.SetPromotion(PromotionConfig{MasterRole: RoleSyncMaster})
+	a.SetPromotion(PromotionConfig{SlaveID: 1})
+	c := newTestClient(t)
+	require.Eventually(t, func() bool { return a.view().master.InSyncCount() == 2 }, 10*time.Second, 5*time.Millisecond)
+	r := send(t, c, a.Addr(), "PermFailover", 0, "", "m0")
+	require.Equal(t, remoting.Success, r.Code, r.Remark)
+	r = invoke(t, c, b.Addr(), remoting.PullMessage, pullExt("g", "PermFailover", 0, 0, 0, 0), nil)
+	require.NotEqual(t, remoting.NoPermission, r.Code, "a read-only slave serves pulls: %s", r.Remark)
+	a.RegisterNow()
+	require.Equal(t, int32(6), ns.lastRegistered(t).TopicConfigTable["PermFailover"].Perm)
+
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	require.NoError(t, a.Demote(ctx))
+	_, err := b.Promote(ctx, a.Epoch()+1)
+	require.NoError(t, err)
+	b.RegisterNow()
+	require.Equal(t, int32(4), ns.lastRegistered(t).TopicConfigTable["PermFailover"].Perm, "the new master's own permission")
+	r = send(t, c, b.Addr(), "PermFailover", 0, "", "m1")
+	require.Equal(t, remoting.NoPermission, r.Code, r.Remark)
+	require.Equal(t, int32(6), a.Config().BrokerPermission)
+	require.Equal(t, int32(4), b.Config().BrokerPermission)
 }
