@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io/fs"
 	"sort"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -35,19 +36,43 @@ import (
 // only the keys of runtimeKeys, which every request handler reads live, and refuses the others
 // rather than answering SUCCESS for a change it would not make.
 
+// runtimeKey is one key of UPDATE_BROKER_CONFIG: how its live value follows a Config.
+type runtimeKey struct {
+	// store sets the live value from c.
+	store func(l *liveConfig, c *Config)
+	// load writes the live value into c.
+	load func(l *liveConfig, c *Config)
+	// text formats c's value (the persisted line and the log field).
+	text func(c *Config) string
+}
+
+func boolKey(live func(*liveConfig) *atomic.Bool, field func(*Config) *bool) runtimeKey {
+	return runtimeKey{
+		store: func(l *liveConfig, c *Config) { live(l).Store(*field(c)) },
+		load:  func(l *liveConfig, c *Config) { *field(c) = live(l).Load() },
+		text:  func(c *Config) string { return strconv.FormatBool(*field(c)) },
+	}
+}
+
+func int32Key(live func(*liveConfig) *atomic.Int32, field func(*Config) *int32) runtimeKey {
+	return runtimeKey{
+		store: func(l *liveConfig, c *Config) { live(l).Store(*field(c)) },
+		load:  func(l *liveConfig, c *Config) { *field(c) = live(l).Load() },
+		text:  func(c *Config) string { return strconv.FormatInt(int64(*field(c)), 10) },
+	}
+}
+
 // runtimeKeys is the allow-list of UPDATE_BROKER_CONFIG: each key, its live value and its
 // Config field.
-var runtimeKeys = map[string]struct {
-	live  func(*liveConfig) *atomic.Bool
-	field func(*Config) *bool
-}{
-	"slaveReadEnable": {func(l *liveConfig) *atomic.Bool { return &l.slaveReadEnable }, func(c *Config) *bool { return &c.SlaveReadEnable }},
-	"rejectTransactionMessage": {func(l *liveConfig) *atomic.Bool { return &l.rejectTransactionMessage },
-		func(c *Config) *bool { return &c.RejectTransactionMessage }},
-	"storeReplyMessageEnable": {func(l *liveConfig) *atomic.Bool { return &l.storeReplyMessageEnable },
-		func(c *Config) *bool { return &c.StoreReplyMessageEnable }},
-	"enablePropertyFilter": {func(l *liveConfig) *atomic.Bool { return &l.enablePropertyFilter }, func(c *Config) *bool { return &c.EnablePropertyFilter }},
-	"filterSupportRetry":   {func(l *liveConfig) *atomic.Bool { return &l.filterSupportRetry }, func(c *Config) *bool { return &c.FilterSupportRetry }},
+var runtimeKeys = map[string]runtimeKey{
+	"slaveReadEnable": boolKey(func(l *liveConfig) *atomic.Bool { return &l.slaveReadEnable }, func(c *Config) *bool { return &c.SlaveReadEnable }),
+	"rejectTransactionMessage": boolKey(func(l *liveConfig) *atomic.Bool { return &l.rejectTransactionMessage },
+		func(c *Config) *bool { return &c.RejectTransactionMessage }),
+	"storeReplyMessageEnable": boolKey(func(l *liveConfig) *atomic.Bool { return &l.storeReplyMessageEnable },
+		func(c *Config) *bool { return &c.StoreReplyMessageEnable }),
+	"enablePropertyFilter": boolKey(func(l *liveConfig) *atomic.Bool { return &l.enablePropertyFilter }, func(c *Config) *bool { return &c.EnablePropertyFilter }),
+	"filterSupportRetry":   boolKey(func(l *liveConfig) *atomic.Bool { return &l.filterSupportRetry }, func(c *Config) *bool { return &c.FilterSupportRetry }),
+	"brokerPermission":     int32Key(func(l *liveConfig) *atomic.Int32 { return &l.brokerPermission }, func(c *Config) *int32 { return &c.BrokerPermission }),
 }
 
 // configBlackList are RocketMQ's keys UPDATE_BROKER_CONFIG never changes (its
@@ -72,6 +97,10 @@ func RuntimeConfigKeys() []string {
 type liveConfig struct {
 	slaveReadEnable, rejectTransactionMessage, storeReplyMessageEnable atomic.Bool
 	enablePropertyFilter, filterSupportRetry                           atomic.Bool
+	brokerPermission                                                   atomic.Int32
+	// permStamp is when brokerPermission last changed (ms; start-up counts): the
+	// registration's DataVersion while the permission masks the topics (permission.go).
+	permStamp atomic.Int64
 
 	// mu makes updates one at a time (file and memory change together).
 	mu      sync.Mutex
@@ -80,15 +109,16 @@ type liveConfig struct {
 
 func (l *liveConfig) init(c Config, v route.DataVersion) {
 	for _, k := range runtimeKeys {
-		k.live(l).Store(*k.field(&c))
+		k.store(l, &c)
 	}
 	l.version.Store(&v)
+	l.permStamp.Store(v.Timestamp)
 }
 
 // overlay writes the live values into c.
 func (l *liveConfig) overlay(c *Config) {
 	for _, k := range runtimeKeys {
-		*k.field(c) = k.live(l).Load()
+		k.load(l, c)
 	}
 }
 
@@ -129,7 +159,7 @@ func (b *Broker) handleUpdateBrokerConfig(w remoting.ResponseWriter, req *remoti
 			b.reply(w, req, remoting.SystemError, err.Error())
 			return
 		}
-		set[e.Key] = fmt.Sprint(*runtimeKeys[e.Key].field(&next))
+		set[e.Key] = runtimeKeys[e.Key].text(&next)
 	}
 	if len(set) == 0 {
 		b.replyOK(w, req, nil)
@@ -150,8 +180,9 @@ func (b *Broker) handleUpdateBrokerConfig(w remoting.ResponseWriter, req *remoti
 			return
 		}
 	}
+	permBefore := l.brokerPermission.Load()
 	for k := range set {
-		runtimeKeys[k].live(l).Store(*runtimeKeys[k].field(&next))
+		runtimeKeys[k].store(l, &next)
 	}
 	v := l.version.Load().Next(b.now())
 	l.version.Store(&v)
@@ -160,6 +191,11 @@ func (b *Broker) handleUpdateBrokerConfig(w remoting.ResponseWriter, req *remoti
 		fields[k] = val
 	}
 	b.log.WithFields(fields).Info("broker config updated at runtime")
+	if l.brokerPermission.Load() != permBefore {
+		l.permStamp.Store(max(b.now().UnixMilli(), l.permStamp.Load()+1))
+		// Routes carry the permission: the name servers learn it now, not a period later.
+		b.triggerRegister()
+	}
 	if !persisted {
 		// Applied, and said so: a restart returns to the configuration it starts with.
 		resp := remoting.NewResponse(req, remoting.Success, "applied; not persisted (the broker was started without -c)")

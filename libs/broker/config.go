@@ -12,6 +12,7 @@ import (
 	"github.com/rmqha/rmqha/libs/broker/schedule"
 	"github.com/rmqha/rmqha/libs/commitlog/vfs"
 	"github.com/rmqha/rmqha/libs/remoting"
+	"github.com/rmqha/rmqha/libs/route"
 	"github.com/rmqha/rmqha/libs/tlsconf"
 )
 
@@ -63,6 +64,12 @@ type Config struct {
 	// SlaveReadEnable lets a master suggest slaves to consumers that fall far behind, and a slave
 	// keep consumers that it serves. Default false.
 	SlaveReadEnable bool `prop:"slaveReadEnable"`
+	// BrokerPermission is this broker's own PermName bits (RocketMQ's brokerPermission): 4 read,
+	// 2 write, 6 both. Registrations carry every topic's perm & brokerPermission, so without 2
+	// the routes lose write (producers move to the other brokers) and sends are refused
+	// NO_PERMISSION; without 4 pulls are refused NO_PERMISSION. Per process: a promoted slave
+	// keeps its own. Changes at runtime (UPDATE_BROKER_CONFIG). Default 6.
+	BrokerPermission int32 `prop:"brokerPermission"`
 	// AutoCreateTopicEnable creates TBW102 and lets sends create unknown topics. Default true.
 	AutoCreateTopicEnable bool `prop:"autoCreateTopicEnable"`
 	// AutoCreateSubscriptionGroup creates unknown consumer groups on first use. Default true.
@@ -397,6 +404,7 @@ func DefaultConfig() Config {
 		FailoverSafetyMargin:          600 * time.Millisecond,
 		AclPlainFile:                  "conf/plain_acl.yml",
 		StoreReplyMessageEnable:       true,
+		BrokerPermission:              route.PermRead | route.PermWrite,
 		ClientExpiry:                  120 * time.Second,
 		ClientCallTimeout:             callClientTimeout,
 		OffsetPersistInterval:         5 * time.Second,
@@ -472,6 +480,9 @@ func (c Config) Validate() error {
 		if _, _, err := net.SplitHostPort(a); err != nil {
 			return bad("namesrvAddr", "%q is not host:port", a)
 		}
+	}
+	if c.BrokerPermission < 0 || c.BrokerPermission > route.PermRead|route.PermWrite|route.PermInherit {
+		return bad("brokerPermission", "%d is not a PermName (4 read, 2 write, 6 both)", c.BrokerPermission)
 	}
 	if c.StorePathRootDir == "" {
 		return bad("storePathRootDir", "empty")

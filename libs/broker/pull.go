@@ -118,6 +118,10 @@ func (b *Broker) handlePull(w remoting.ResponseWriter, req *remoting.Command) {
 		b.pullError(w, req, remoting.SystemBusy, "broker is shutting down")
 		return
 	}
+	if !b.readable() {
+		b.pullError(w, req, remoting.NoPermission, "the broker["+b.brokerHost()+"] pulling message is forbidden")
+		return
+	}
 	g, err := b.ensureGroup(w.Conn(), nil, pr.group, meta.Batch)
 	if err != nil {
 		b.pullError(w, req, remoting.SubscriptionGroupNotExist, "subscription group ["+pr.group+"] does not exist, "+err.Error())

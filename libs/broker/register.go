@@ -70,7 +70,7 @@ func (b *Broker) epoch() int64 {
 
 func (b *Broker) registerRequest() *remoting.Command {
 	body := route.AppendRegisterBrokerBody(nil, route.RegisterBrokerBody{
-		TopicConfigSerializeWrapper: b.tables.Topics.Wrapper(),
+		TopicConfigSerializeWrapper: b.registeredTopics(),
 		FilterServerList:            []string{},
 	})
 	v := b.view()

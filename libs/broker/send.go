@@ -318,7 +318,7 @@ func (b *Broker) handleSend(w remoting.ResponseWriter, req *remoting.Command) {
 	// One role view for the whole request: a send that passed the role check waits for the
 	// replication of the HA master it was appended under (closed by a demotion: not SEND_OK).
 	v := b.view()
-	if b.refuseWrite(v, w, req) {
+	if b.refuseWrite(v, w, req) || b.refuseUnwritable(w, req) {
 		return
 	}
 	h, err := decodeSendHeader(req)

@@ -17,7 +17,7 @@ import (
 // The retry copy waits in SCHEDULE_TOPIC_XXXX for its delay level (3 + reconsumeTimes unless
 // the consumer asked for one) before the delay service stores it in the retry topic.
 func (b *Broker) handleSendBack(w remoting.ResponseWriter, req *remoting.Command) {
-	if b.refuseWrite(b.view(), w, req) {
+	if b.refuseWrite(b.view(), w, req) || b.refuseUnwritable(w, req) {
 		return
 	}
 	group := req.Ext("group")

@@ -4,12 +4,17 @@ import (
 	"bytes"
 	"context"
 	"flag"
+	"fmt"
+	"math"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/rmqha/rmqha/libs/remoting"
 	"github.com/rmqha/rmqha/libs/tlsconf"
 	"github.com/rmqha/rmqha/tools/e2e"
+	"github.com/rmqha/rmqha/tools/harness"
 	"github.com/stretchr/testify/require"
 )
 
@@ -63,6 +68,27 @@ func TestBenchAgainstGroup(t *testing.T) {
 		cfg.Producers, cfg.Consumers, cfg.PullFrom = 0, 2, "slave"
 		res, _ = run(t, cfg)
 		require.GreaterOrEqual(t, res.Consumed, int64(400), res.FirstError)
+	})
+	t.Run("RawKeysIndexed", func(t *testing.T) {
+		cfg := base
+		cfg.Topic, cfg.Client, cfg.Mode, cfg.N, cfg.Duration, cfg.Consumers, cfg.Keys = "BenchKeys", ClientRaw, ModeAsync, 20, 0, 0, true
+		res, _ := run(t, cfg)
+		require.EqualValues(t, 20, res.Statuses[StatusOK], res.FirstError)
+		require.NotEmpty(t, res.KeyPrefix)
+		harness.Eventually(t, 30*time.Second, func() error {
+			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+			defer cancel()
+			ext := map[string]string{"topic": cfg.Topic, "key": res.KeyPrefix + "7", "maxNum": "32", "beginTimestamp": "0",
+				"endTimestamp": strconv.FormatInt(math.MaxInt64, 10)}
+			resp, err := g.Admin.Invoke(ctx, g.MasterAddr, remoting.NewRequest(remoting.QueryMessage, ext, nil))
+			if err != nil {
+				return err
+			}
+			if resp.Code != remoting.Success || len(resp.Body) == 0 {
+				return fmt.Errorf("query by key: code %d %s", resp.Code, resp.Remark)
+			}
+			return nil
+		})
 	})
 	t.Run("RawSyncWithRawConsumer", func(t *testing.T) {
 		cfg := base

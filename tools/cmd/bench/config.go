@@ -64,6 +64,9 @@ type Config struct {
 	Client string
 	// PullFrom is master or slave: where raw consumers pull. Default master.
 	PullFrom string
+	// Keys gives every message a KEYS key and (raw frames; the Go client always sends one) a
+	// UNIQ_KEY, both unique per message: what the broker's message index stores. Default false.
+	Keys bool
 	// Group is the consumer group; empty means a fresh group per run. Default "".
 	Group string
 	// SendTimeout bounds one send. Default 3s.
@@ -104,6 +107,7 @@ func (c *Config) bindFlags(fs *flag.FlagSet) {
 	fs.DurationVar(&c.Drain, "drain", c.Drain, "how long consumers may take after producing stops")
 	fs.StringVar(&c.Client, "client", c.Client, "go (rocketmq-client-go) or raw (lean remoting frames)")
 	fs.StringVar(&c.PullFrom, "pull-from", c.PullFrom, "raw consumers pull from master or slave")
+	fs.BoolVar(&c.Keys, "keys", c.Keys, "every message carries a unique KEYS key and UNIQ_KEY (what the message index stores)")
 	fs.StringVar(&c.Group, "group", c.Group, "consumer group (default: a fresh group per run)")
 	fs.DurationVar(&c.SendTimeout, "send-timeout", c.SendTimeout, "timeout of one send")
 	fs.DurationVar(&c.Progress, "progress", c.Progress, "progress line period (0: none)")

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"strconv"
 	"sync"
 	"time"
 
@@ -73,6 +74,9 @@ func (g *goProducer) run(ctx context.Context, stop <-chan struct{}) error {
 			return nil
 		}
 		msg := primitive.NewMessage(g.cfg.Topic, g.st.body(g.cfg.Size))
+		if g.cfg.Keys {
+			msg.WithKeys([]string{g.st.keyPrefix() + strconv.FormatUint(g.st.keySeq.Add(1), 10)})
+		}
 		start := time.Now()
 		switch g.cfg.Mode {
 		case ModeSync:

@@ -73,7 +73,23 @@ func (p *rawProducer) request(s *sendSlot) string {
 		ext["bornTimestamp"] = strconv.FormatInt(ms, 10)
 	}
 	binary.BigEndian.PutUint64(s.req.Body[8:16], uint64(now.UnixNano()))
+	if p.cfg.Keys {
+		ext["properties"] = p.keyProperties()
+	}
 	return q.addrs[0]
+}
+
+// keyProperties is one message's UNIQ_KEY and KEYS (-keys): the run id and a sequence number,
+// unique per message.
+func (p *rawProducer) keyProperties() string {
+	n := p.st.keySeq.Add(1)
+	b := make([]byte, 0, 80)
+	b = append(b, "UNIQ_KEY\x01"...)
+	b = fmt.Appendf(b, "%016X%016X", p.st.runID, n)
+	b = append(b, "\x02KEYS\x01"...)
+	b = append(b, p.st.keyPrefix()...)
+	b = strconv.AppendUint(b, n, 10)
+	return string(append(b, '\x02'))
 }
 
 // sendStatus maps a send response code to its status name, or an error.

@@ -8,6 +8,7 @@ import (
 	"math/rand/v2"
 	"os"
 	"sort"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -53,12 +54,19 @@ type Result struct {
 	CPU []ProcCPU
 	// Allocs counts the bench process's heap allocations while producing.
 	Allocs uint64
+	// KeyPrefix is, with -keys, what every message's KEYS key starts with; a sequence number
+	// (1, 2, ...) follows.
+	KeyPrefix string
 }
+
+// keyPrefix is what the KEYS of -keys start with.
+func (s *stats) keyPrefix() string { return "bench-" + strconv.FormatUint(s.runID&0xffffff, 16) + "-" }
 
 // stats is the shared state of a run.
 type stats struct {
 	runID      uint64
-	issued     atomic.Int64 // send tickets handed out
+	keySeq     atomic.Uint64 // the sequence number in the message keys of -keys
+	issued     atomic.Int64  // send tickets handed out
 	sent       atomic.Int64
 	errs       atomic.Int64
 	consumed   atomic.Int64
@@ -293,6 +301,9 @@ func Run(ctx context.Context, cfg Config, out io.Writer) (*Result, error) {
 		Config: cfg, ProduceElapsed: produceElapsed, Sent: st.sent.Load(), SendErrors: st.errs.Load(),
 		Statuses: map[string]int64{}, SendLatency: st.lat, Consumed: st.consumed.Load(),
 		EndToEnd: st.e2e, FirstError: st.firstErr, CPU: cpu, Allocs: allocs,
+	}
+	if cfg.Keys {
+		res.KeyPrefix = st.keyPrefix()
 	}
 	for k, v := range st.statuses {
 		res.Statuses[k] = v

@@ -245,6 +245,7 @@ func benchTable(t *testing.T, sz tableSizes) []tableRow {
 	rows = append(rows, tableRow{Goal: "ASYNC_MASTER produce 1 KiB, 64 in flight (raw frames)", Value: m.val, Unit: "msg/s",
 		Anchor: "JetStream R1 PublishAsync 1 KiB, 64 pending", AnchorVal: a.val, AnchorUnit: "msg/s", Ratio: ratio(m.val, a.val),
 		CPU: m.cpu, Allocs: m.allocs, Note: fmt.Sprintf("JetStream CPU %s (client and server in one process)", tableRow{CPU: a.cpu}.cpuString())})
+	rows = append(rows, indexCostRow(t, ga, gc, sz, brokerRun, stopGroup))
 	catchUpRow := catchUp(t, ga, sz, tcpRate)
 	stopGroup(ga)
 
@@ -300,6 +301,48 @@ func benchTable(t *testing.T, sz tableSizes) []tableRow {
 	stopGroup(gs)
 	// In the order of the performance issue: broker rows, store rows, catch-up.
 	return append(append(rows, storeRows...), catchUpRow)
+}
+
+// indexCostRow measures what building the message index costs the send path: keyed raw sends
+// (a unique KEYS key and UNIQ_KEY each, two index entries) to ga (messageIndexEnable=true, the
+// default) against the same sends to a second group of the same shape started with
+// messageIndexEnable=false, interleaved, median of sz.Reps. The ratio is on/off: the goal is a
+// cost of at most 5% (ratio >= 0.95).
+func indexCostRow(t *testing.T, ga *e2e.Group, gc e2e.GroupConfig, sz tableSizes,
+	brokerRun func(*e2e.Group, Config) (*Result, sample), stopGroup func(*e2e.Group)) tableRow {
+	gc.ExtraMaster = append(slices.Clone(gc.ExtraMaster), "messageIndexEnable=false")
+	gc.ExtraSlave = append(slices.Clone(gc.ExtraSlave), "messageIndexEnable=false")
+	gn := e2e.StartGroup(t, gc)
+	defer stopGroup(gn)
+	var on, off []sample
+	for rep := 0; rep < sz.Reps; rep++ {
+		// Alternate which goes first: the second run meets the first one's flush and dispatch.
+		order := []*e2e.Group{ga, gn}
+		if rep%2 == 1 {
+			order = []*e2e.Group{gn, ga}
+		}
+		for _, g := range order {
+			cfg := DefaultConfig()
+			cfg.Topic, cfg.Client, cfg.Mode, cfg.Inflight, cfg.Producers, cfg.Duration, cfg.Keys = "TableIndex", ClientRaw, ModeAsync, 64, 1, sz.Run, true
+			_, s := brokerRun(g, cfg)
+			if g == ga {
+				on = append(on, s)
+			} else {
+				off = append(off, s)
+			}
+		}
+	}
+	// Each pair ran back to back: the median of the pairs' ratios shrugs off a neighbour's burst
+	// that one median of each side would not.
+	pairs := make([]sample, len(on))
+	for i := range on {
+		pairs[i] = sample{val: ratio(on[i].val, off[i].val)}
+	}
+	m, a, p := median(on), median(off), median(pairs)
+	return tableRow{Goal: "ASYNC_MASTER produce 1 KiB keyed, 64 in flight, messageIndexEnable=true", Value: m.val, Unit: "msg/s",
+		Anchor: "same sends, messageIndexEnable=false", AnchorVal: a.val, AnchorUnit: "msg/s", Ratio: ratio(m.val, a.val),
+		CPU: m.cpu, Allocs: m.allocs, Note: fmt.Sprintf("index cost %.1f%%, median of paired runs %.1f%% (goal <= 5%%); KEYS + UNIQ_KEY per message; CPU without index %s",
+			100*(1-ratio(m.val, a.val)), 100*(1-p.val), tableRow{CPU: a.cpu}.cpuString())}
 }
 
 // storeAppend appends size-byte messages to a fresh libs/commitlog store from workers
@@ -417,6 +460,39 @@ func TestBenchTable(t *testing.T) {
 	fmt.Print("\n" + out.String() + "\n")
 }
 
+// TestIndexCostBench prints only the table's message-index row (make bench prints it with the
+// others): keyed sends with messageIndexEnable on against off, interleaved, median of 3.
+func TestIndexCostBench(t *testing.T) {
+	if os.Getenv("RMQHA_BENCH") == "" {
+		t.Skip("set RMQHA_BENCH=1 to run the index cost benchmark")
+	}
+	gc := e2e.DefaultGroupConfig()
+	gc.MasterRole = "ASYNC_MASTER"
+	gc.MappedFileSizeCommitLog = 64 << 20
+	ga := e2e.StartGroup(t, gc)
+	stopGroup := func(g *e2e.Group) {
+		g.Master.Kill()
+		g.Slave.Kill()
+		g.Namesrv.Kill()
+	}
+	defer stopGroup(ga)
+	brokerRun := func(g *e2e.Group, cfg Config) (*Result, sample) {
+		cfg.Namesrv, cfg.Consumers, cfg.Progress = g.NamesrvAddr, 0, 0
+		cfg.CPUPids = fmt.Sprintf("master=%d,slave=%d", g.Master.PID(), g.Slave.PID())
+		res, err := Run(context.Background(), cfg, io.Discard)
+		require.NoError(t, err)
+		require.Positive(t, res.Sent, res.FirstError)
+		cpu, allocs := perMsg(res)
+		v, _ := res.SendRate()
+		t.Logf("master %s (index %v): %.0f msg/s", g.MasterAddr, g == ga, v)
+		return res, sample{val: v, cpu: cpu, allocs: allocs}
+	}
+	row := indexCostRow(t, ga, gc, fullTable, brokerRun, stopGroup)
+	var out strings.Builder
+	printTable(&out, []tableRow{row})
+	fmt.Print("\n" + out.String() + "\n")
+}
+
 // TestBenchTableSmoke runs the table code with tiny sizes and checks that every row has a value
 // and a ratio against its anchor (never how fast anything is).
 func TestBenchTableSmoke(t *testing.T) {
@@ -426,7 +502,7 @@ func TestBenchTableSmoke(t *testing.T) {
 	var out strings.Builder
 	printTable(&out, rows)
 	t.Log("\n" + out.String())
-	require.GreaterOrEqual(t, len(rows), 7)
+	require.GreaterOrEqual(t, len(rows), 8)
 	for _, r := range rows {
 		require.NotEmpty(t, r.Goal)
 		require.Positive(t, r.Value, r.Goal)

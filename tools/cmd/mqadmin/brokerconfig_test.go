@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -10,6 +11,9 @@ import (
 	"testing"
 	"time"
 
+	rocketmq "github.com/apache/rocketmq-client-go/v2"
+	"github.com/apache/rocketmq-client-go/v2/primitive"
+	"github.com/apache/rocketmq-client-go/v2/producer"
 	"github.com/rmqha/rmqha/libs/remoting"
 	"github.com/rmqha/rmqha/tools/e2e"
 	"github.com/rmqha/rmqha/tools/harness"
@@ -106,6 +110,105 @@ func TestBrokerConfigAgainstGroup(t *testing.T) {
 	// Back off, live again.
 	mustRun(t, "updateBrokerConfig", "-n", ns, "-b", g.MasterAddr, "-k", "rejectTransactionMessage", "-v", "false")
 	assert.Equal(t, remoting.Success, sendHalfCode(t, g, "CfgTopic"))
+	assert.True(t, g.Master.Running())
+	assert.True(t, g.Slave.Running())
+}
+
+// sendCode sends one plain message straight to addr and returns the answer.
+func sendCode(t *testing.T, g *e2e.Group, addr, topic string) *remoting.Command {
+	t.Helper()
+	ext := map[string]string{
+		"producerGroup": "perm-test", "topic": topic, "defaultTopic": "TBW102", "defaultTopicQueueNums": "4",
+		"queueId": "0", "sysFlag": "0", "bornTimestamp": strconv.FormatInt(time.Now().UnixMilli(), 10),
+		"flag": "0", "properties": "UNIQ_KEY\x01perm" + strconv.FormatInt(time.Now().UnixNano(), 10) + "\x02",
+		"reconsumeTimes": "0", "unitMode": "false", "batch": "false",
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	resp, err := g.Admin.Invoke(ctx, addr, remoting.NewRequest(remoting.SendMessage, ext, []byte("perm")))
+	require.NoError(t, err)
+	return resp
+}
+
+// updateBrokerConfig -k brokerPermission -v 4 drains a master: its route loses write at once
+// (on the in-memory registry and on Consul's, which rebuilds queue data only for a new
+// DataVersion), a rocketmq-client-go producer that learns the route has nowhere to write,
+// direct sends answer NO_PERMISSION, the slave keeps its own permission; -v 6 gives writes back.
+func TestBrokerPermissionAgainstGroup(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts a name server, a master and a slave")
+	}
+	t.Run("memory", func(t *testing.T) { brokerPermissionDrains(t, false) })
+	t.Run("consul", func(t *testing.T) { brokerPermissionDrains(t, true) })
+}
+
+func brokerPermissionDrains(t *testing.T, onConsul bool) {
+	cfg := e2e.DefaultGroupConfig()
+	cfg.MasterRole = "ASYNC_MASTER"
+	cfg.RegistrationSecret = harness.NewSecret()
+	cfg.Dir = t.TempDir()
+	if onConsul {
+		cons := harness.StartConsulT(t)
+		t.Setenv("CONSUL_HTTP_ADDR", cons.HTTPAddr())
+		cfg.ExtraNamesrv = []string{"registryBackend=consul"}
+	}
+	g := e2e.StartGroup(t, cfg)
+	ns := g.NamesrvAddr
+	const topic = "PermDrainTopic"
+	g.CreateTopic(t, topic, 2)
+	routePerm := func(want int) {
+		t.Helper()
+		harness.Eventually(t, 30*time.Second, func() error {
+			rt, err := g.Route(topic)
+			if err != nil {
+				return err
+			}
+			if len(rt.QueueDatas) != 1 || rt.QueueDatas[0].Perm != want {
+				return fmt.Errorf("route %+v, want perm %d", rt.QueueDatas, want)
+			}
+			return nil
+		})
+	}
+	newProducer := func(name string) rocketmq.Producer {
+		p, err := rocketmq.NewProducer(producer.WithNameServer([]string{ns}), producer.WithGroupName("pg-perm-"+name),
+			producer.WithInstanceName(fmt.Sprintf("pg-perm-%s-%d", name, time.Now().UnixNano())), producer.WithRetry(1))
+		require.NoError(t, err)
+		require.NoError(t, p.Start())
+		t.Cleanup(func() { _ = p.Shutdown() })
+		return p
+	}
+	sendVia := func(p rocketmq.Producer) error {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		res, err := p.SendSync(ctx, primitive.NewMessage(topic, []byte("perm")))
+		if err == nil && res.Status != primitive.SendOK {
+			err = fmt.Errorf("status %v", res.Status)
+		}
+		return err
+	}
+	routePerm(6)
+	require.NoError(t, sendVia(newProducer("before")))
+
+	out := mustRun(t, "updateBrokerConfig", "-n", ns, "-b", g.MasterAddr, "-k", "brokerPermission", "-v", "4")
+	assert.Contains(t, out, "update broker config success, "+g.MasterAddr)
+	routePerm(4)
+	err := sendVia(newProducer("during"))
+	require.Error(t, err, "a producer that learns the route now has nowhere to write")
+	t.Logf("what the producer sees: %v", err)
+	resp := sendCode(t, g, g.MasterAddr, topic)
+	assert.Equal(t, remoting.NoPermission, resp.Code)
+	assert.Contains(t, resp.Remark, "] sending message is forbidden")
+	assert.Equal(t, []string{"brokerPermission", "=", "4"}, tableRow(mustRun(t, "getBrokerConfig", "-n", ns, "-b", g.MasterAddr), "brokerPermission"))
+	assert.Equal(t, []string{"brokerPermission", "=", "6"}, tableRow(mustRun(t, "getBrokerConfig", "-n", ns, "-b", g.SlaveAddr), "brokerPermission"),
+		"the slave keeps its own")
+	data, err := os.ReadFile(filepath.Join(cfg.Dir, "master", "master.conf"))
+	require.NoError(t, err)
+	assert.Contains(t, string(data), "\nbrokerPermission=4\n")
+
+	mustRun(t, "updateBrokerConfig", "-n", ns, "-b", g.MasterAddr, "-k", "brokerPermission", "-v", "6")
+	routePerm(6)
+	require.NoError(t, sendVia(newProducer("after")))
+	assert.Equal(t, remoting.Success, sendCode(t, g, g.MasterAddr, topic).Code)
 	assert.True(t, g.Master.Running())
 	assert.True(t, g.Slave.Running())
 }

@@ -89,7 +89,13 @@ func (a *Admin) Close() error { return a.cli.Close() }
 // Invoke sends one request to addr and returns a successful response; a non-success code
 // becomes a *serverError (ErrServer), a transport failure ErrUnreachable.
 func (a *Admin) Invoke(ctx context.Context, addr string, code int32, ext map[string]string, body []byte) (*remoting.Command, error) {
-	ctx, cancel := context.WithTimeout(ctx, a.cfg.Timeout)
+	return a.InvokeWithin(ctx, a.cfg.Timeout, addr, code, ext, body)
+}
+
+// InvokeWithin is Invoke with its own timeout (a request the broker relays to a client, which
+// the broker itself waits up to 10 s for).
+func (a *Admin) InvokeWithin(ctx context.Context, timeout time.Duration, addr string, code int32, ext map[string]string, body []byte) (*remoting.Command, error) {
+	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	resp, err := a.cli.Invoke(ctx, addr, remoting.NewRequest(code, ext, body))
 	if err != nil {

@@ -137,7 +137,7 @@ func init() {
 		cmdHAStatus, cmdBrokerStatus, cmdWipeWritePerm, cmdAddWritePerm, cmdUpdateKvConfig, cmdDeleteKvConfig,
 		cmdGetNamesrvConfig, cmdUpdateNamesrvConfig, cmdTopicClusterList,
 		cmdQueryMsgByKey, cmdQueryMsgByUniqueKey, cmdQueryMsgByOffset,
-		cmdQueryMsgByID, cmdSendMessage, cmdConsumeMessage,
+		cmdQueryMsgByID, cmdSendMessage, cmdConsumeMessage, cmdConsumeMessageDirectly,
 		cmdResetOffsetByTime, cmdCloneGroupOffset, cmdPrintMsg,
 		cmdTopicStatus, cmdConsumerStatus, cmdConsumerConnection, cmdProducerConnection,
 		cmdGetBrokerConfig, cmdUpdateBrokerConfig, cmdBrokerConsumeStats, cmdStatsAll,

@@ -44,10 +44,18 @@ var cmdQueryMsgByID = &command{
 	flags: func(fs *flag.FlagSet, o *opts) {
 		fs.Var(&o.msgIDs, "i", "offset message id (required; repeat -i for more)")
 		fs.StringVar(&o.addr, "addr", "", "ask this broker (host:port) instead of the one the id names, a slave for instance")
+		fs.StringVar(&o.group, "g", "", "with -d: consumer group whose client consumes the messages again (consumeMessageDirectly)")
+		fs.StringVar(&o.clientID, "d", "", "with -g: client id that consumes the messages again, instead of printing them")
 	},
 	run: func(ctx context.Context, e *env) error {
 		if len(e.o.msgIDs) == 0 {
 			return fmt.Errorf("%w: -i offsetMsgId is required", ErrUsage)
+		}
+		if (e.o.group == "") != (e.o.clientID == "") {
+			return fmt.Errorf("%w: -g consumerGroup and -d clientId go together", ErrUsage)
+		}
+		if e.o.clientID != "" {
+			return resendDirectly(ctx, e)
 		}
 		type want struct {
 			addr string
