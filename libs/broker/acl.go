@@ -13,7 +13,7 @@ import (
 // start-up. With ACL off, a warning says so at every start.
 func (b *Broker) startACL() error {
 	if !b.cfg.AclEnable {
-		b.log.Warn("aclEnable=false: any client that reaches listenPort may send, consume and administer (set aclEnable=true and aclPlainFile)")
+		b.log.Warn("aclEnable=false: any client that reaches listenPort may send and consume; admin writes need the registration secret (set aclEnable=true and aclPlainFile)")
 		return nil
 	}
 	g, err := acl.NewGuard(acl.Config{Path: b.cfg.AclPlainFile, Logger: b.log.WithField("component", "acl")})

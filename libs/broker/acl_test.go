@@ -62,6 +62,7 @@ func TestBrokerACL(t *testing.T) {
 	t.Cleanup(func() { ns.Close() })
 
 	cfg := testConfig(t)
+	cfg.RegistrationSecret = "" // registrations go under the broker's admin account
 	cfg.AclEnable, cfg.AclPlainFile = true, path
 	cfg.AccessKey, cfg.SecretKey = "brokeradmin", "admin-secret"
 	cfg.NamesrvAddr = ns.Addr().String()
@@ -72,7 +73,7 @@ func TestBrokerACL(t *testing.T) {
 		"the broker's signed registration passes the name server's ACL")
 
 	before := b.Store().MaxOffset()
-	plain := newTestClient(t)
+	plain := newUnsignedClient(t, nil)
 	resp := send(t, plain, b.Addr(), "AclTopic", 0, "", "unsigned")
 	require.Equal(t, remoting.NoPermission, resp.Code)
 	require.Equal(t, "No accessKey is configured", resp.Remark)

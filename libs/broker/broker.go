@@ -409,6 +409,12 @@ func (b *Broker) start() error {
 	}
 	if b.acl != nil {
 		rc.Guard = b.acl
+	} else {
+		g, err := b.newAdminGuard()
+		if err != nil {
+			return err
+		}
+		rc.Guard = g
 	}
 	b.srv, err = remoting.NewServer(rc)
 	if err != nil {

@@ -34,7 +34,7 @@ func configVersion(t *testing.T, r *remoting.Command) route.DataVersion {
 
 func TestBrokerConfigGetMasksSecretsAndUpdatePersists(t *testing.T) {
 	cfg := testConfig(t)
-	cfg.RegistrationSecret = "registration-secret-0123456789"
+	cfg.RegistrationSecret = testRegistrationSecret
 	cfg.AccessKey, cfg.SecretKey = "rocketmq2", "12345678"
 	cfg.TLSServerKeyPassword = "key-password"
 	file := filepath.Join(t.TempDir(), "broker.conf")
@@ -51,7 +51,7 @@ func TestBrokerConfigGetMasksSecretsAndUpdatePersists(t *testing.T) {
 		require.Equal(t, "****", got[k], k)
 	}
 	require.NotContains(t, string(r.Body), testHASecret)
-	require.NotContains(t, string(r.Body), "registration-secret-0123456789")
+	require.NotContains(t, string(r.Body), testRegistrationSecret)
 	require.NotContains(t, string(r.Body), "key-password")
 	require.Equal(t, "rocketmq2", got["accessKey"])
 	require.Equal(t, "false", got["slaveReadEnable"])

@@ -217,6 +217,14 @@ type Config struct {
 	// RegistrationSecretFile is a file holding the registration secret (surrounding white
 	// space trimmed); unreadable refuses start. Exclusive with registrationSecret. Default "".
 	RegistrationSecretFile string `prop:"registrationSecretFile"`
+	// AdminAllowUnauthenticated lets unsigned requests change this broker's metadata,
+	// configuration and offsets while ACL is off (UPDATE_AND_CREATE_TOPIC, UPDATE_BROKER_CONFIG,
+	// DELETE_TOPIC_IN_BROKER, the subscription-group writes, INVOKE_BROKER_TO_RESET_OFFSET,
+	// CLONE_GROUP_OFFSET; see adminguard.go). Without it those requests
+	// must be signed with the registration secret under access key "rmqha-broker" (mqadmin
+	// -registrationSecretFile), as the name servers' admin writes are. Logged as a warning at
+	// every start while set. Default false.
+	AdminAllowUnauthenticated bool `prop:"adminAllowUnauthenticated"`
 
 	// Remoting transport: RocketMQ's tls.* keys (libs/tlsconf; the remoting port's mode and
 	// certificates, and tls.enable for this broker's client to the name servers) and the

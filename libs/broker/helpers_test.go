@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/rmqha/rmqha/libs/acl"
 	"github.com/rmqha/rmqha/libs/commitlog"
 	"github.com/rmqha/rmqha/libs/hawire/hawiretest"
 	"github.com/rmqha/rmqha/libs/remoting"
@@ -26,10 +27,15 @@ func testLogger() logrus.FieldLogger {
 // testHASecret is the HA secret every in-process broker of a test run shares, drawn once per run.
 var testHASecret = hawiretest.NewSecret()
 
+// testRegistrationSecret is every in-process broker's registration secret; newTestClient signs
+// with it, so admin writes pass the ACL-off admin guard.
+var testRegistrationSecret = hawiretest.NewSecret()
+
 func testConfig(t testing.TB) Config {
 	t.Helper()
 	cfg := DefaultConfig()
 	cfg.HASecret = testHASecret
+	cfg.RegistrationSecret = testRegistrationSecret
 	cfg.ListenPort = 0
 	cfg.BindAddress = "127.0.0.1"
 	cfg.BrokerIP1 = "127.0.0.1"
@@ -61,6 +67,7 @@ func newTestClient(t testing.TB) *remoting.Client {
 	t.Helper()
 	cc := remoting.DefaultClientConfig()
 	cc.RequestTimeout = 10 * time.Second
+	cc.Signer = acl.Signer(acl.BrokerAccessKey, testRegistrationSecret)
 	c := remoting.NewClient(cc)
 	t.Cleanup(func() { c.Close() })
 	return c

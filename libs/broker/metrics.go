@@ -82,6 +82,10 @@ type brokerMetrics struct {
 	replWait  prometheus.Observer
 	acks      [3]prometheus.Counter // by hawire.ReplStatus order: ok, timeout, slave not available
 	fsync     prometheus.Observer
+
+	// adminRefused counts admin writes refused with ACL off (adminguard.go), by request;
+	// always registered.
+	adminRefused *prometheus.CounterVec
 }
 
 func sendStatusName(code int32) string {
@@ -109,6 +113,11 @@ func newBrokerMetrics(b *Broker, on bool) *brokerMetrics {
 	m.reg.MustRegister(&selectorCollector{b: b})
 	m.reg.MustRegister(&replyCollector{b: b})
 	m.reg.MustRegister(&txnCollector{b: b})
+	m.adminRefused = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: metricsPrefix + "admin_refused_total",
+		Help: "Admin writes refused with aclEnable=false because they were not signed with the registration secret, by request.",
+	}, []string{"request"})
+	m.reg.MustRegister(m.adminRefused)
 	if !on {
 		return m
 	}

@@ -15,7 +15,6 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-const testRegistrationSecret = "broker-test-registration-secret"
 
 // With a registration secret every REGISTER_BROKER and UNREGISTER_BROKER is signed under
 // acl.BrokerAccessKey, carries a registrationTime and registrationDigest that match it, and
@@ -27,7 +26,7 @@ func TestRegistrationsSignedAndFresh(t *testing.T) {
 	require.NoError(t, os.WriteFile(file, []byte(testRegistrationSecret+"\n"), 0o600))
 	cfg := testConfig(t)
 	cfg.NamesrvAddr = ns.addr()
-	cfg.RegistrationSecretFile = file
+	cfg.RegistrationSecret, cfg.RegistrationSecretFile = "", file
 	b := startBroker(t, cfg)
 	for i := 0; i < 3; i++ {
 		b.RegisterNow()
@@ -56,6 +55,7 @@ func TestRegistrationsSignedAndFresh(t *testing.T) {
 func TestRegistrationsUnsignedWithoutSecret(t *testing.T) {
 	ns := startNSStub(t)
 	cfg := testConfig(t)
+	cfg.RegistrationSecret = ""
 	cfg.NamesrvAddr = ns.addr()
 	b := startBroker(t, cfg)
 	b.RegisterNow()
@@ -98,7 +98,7 @@ func TestRegistrationSecretKeys(t *testing.T) {
 		require.Error(t, err, name)
 	}
 	cfg := testConfig(t)
-	cfg.RegistrationSecretFile = good
+	cfg.RegistrationSecret, cfg.RegistrationSecretFile = "", good
 	require.NoError(t, cfg.Validate())
 	cfg.RegistrationSecretFile, cfg.RegistrationSecret = "", strconv.Quote(testRegistrationSecret)
 	require.NoError(t, cfg.Validate())
