@@ -15,7 +15,6 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-
 // With a registration secret every REGISTER_BROKER and UNREGISTER_BROKER is signed under
 // acl.BrokerAccessKey, carries a registrationTime and registrationDigest that match it, and
 // the times increase strictly (the name server refuses a time it saw before).
