@@ -18,6 +18,7 @@ import (
 	"github.com/apache/rocketmq-client-go/v2/primitive"
 	"github.com/apache/rocketmq-client-go/v2/producer"
 	"github.com/apache/rocketmq-client-go/v2/rlog"
+	"github.com/rmqha/rmqha/libs/acl"
 	"github.com/rmqha/rmqha/libs/remoting"
 	"github.com/rmqha/rmqha/tools/harness"
 	"github.com/rmqha/rmqha/tools/secretfile"
@@ -62,6 +63,9 @@ func startGroup(t *testing.T) *group {
 	log.SetLevel(logrus.ErrorLevel)
 	ccfg := remoting.DefaultClientConfig()
 	ccfg.Logger = log
+	// One registration secret per run: it signs registrations and this client's admin writes.
+	secret := harness.NewSecret()
+	ccfg.Signer = acl.Signer(acl.BrokerAccessKey, secret)
 	g.admin = remoting.NewClient(ccfg)
 	t.Cleanup(func() { _ = g.admin.Close() })
 
@@ -72,7 +76,6 @@ func startGroup(t *testing.T) *group {
 		require.NoError(t, os.WriteFile(path, []byte(conf), 0o644))
 		return harness.StartProcessT(t, harness.ProcessConfig{Name: name, Bin: harness.Binary(t, name), Args: []string{"-c", path}, Dir: dir})
 	}
-	secret := harness.NewSecret()
 	g.namesrv = start("namesrv", fmt.Sprintf("listenPort=%d\nbindAddress=127.0.0.1\nregistryBackend=memory\nregistrationSecret=%s\n", ports[0], secret))
 	g.waitProc(t, g.namesrv, func() error { return harness.DialOK(g.nsAddr) })
 

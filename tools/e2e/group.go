@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/rmqha/rmqha/libs/acl"
 	"github.com/rmqha/rmqha/libs/remoting"
 	"github.com/rmqha/rmqha/libs/route"
 	"github.com/rmqha/rmqha/tools/harness"
@@ -54,7 +55,9 @@ type GroupConfig struct {
 	// groups whose name server and brokers run tls.server.mode=enforcing.
 	AdminTLS *tls.Config
 	// AdminSigner, when set, signs every request of Group.Admin (an ACL-enabled group's admin
-	// account, e.g. acl.Signer(ak, sk)). Default nil: unsigned.
+	// account, e.g. acl.Signer(ak, sk)). Default nil: signed with the registration secret under
+	// acl.BrokerAccessKey, as mqadmin -registrationSecretFile signs (the brokers' and name
+	// server's admin writes need it with ACL off).
 	AdminSigner func(*remoting.Command)
 	// ReadyTimeout bounds each readiness wait. Default 60s (2 cores shared with builds).
 	ReadyTimeout time.Duration
@@ -130,6 +133,9 @@ type Group struct {
 	// HASecretFile holds the group's HA secret (random, written for this run); every broker
 	// reads it with haSecretFile.
 	HASecretFile string
+	// RegistrationSecretFile holds the group's registration secret (mode 0600), for mqadmin
+	// -registrationSecretFile.
+	RegistrationSecretFile string
 
 	// Admin is a raw remoting client for checks (routes, offsets, stored records).
 	Admin *remoting.Client
@@ -169,6 +175,13 @@ func StartGroup(t testing.TB, cfg GroupConfig) *Group {
 	ccfg.Logger = quietLogger()
 	ccfg.TLS = cfg.AdminTLS
 	ccfg.Signer = cfg.AdminSigner
+	if ccfg.Signer == nil {
+		ccfg.Signer = acl.Signer(acl.BrokerAccessKey, cfg.RegistrationSecret)
+	}
+	g.RegistrationSecretFile = filepath.Join(cfg.Dir, "secrets", "registration.secret.test")
+	if err := os.WriteFile(g.RegistrationSecretFile, []byte(cfg.RegistrationSecret+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
 	g.Admin = remoting.NewClient(ccfg)
 	t.Cleanup(func() { _ = g.Admin.Close() })
 

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/apache/rocketmq-client-go/v2/primitive"
+	"github.com/rmqha/rmqha/libs/acl"
 	"github.com/rmqha/rmqha/libs/remoting"
 	"github.com/rmqha/rmqha/libs/route"
 	"github.com/rmqha/rmqha/tools/e2e"
@@ -62,6 +63,9 @@ func startGroup(t *testing.T, n int) *group {
 	cc := remoting.DefaultClientConfig()
 	cc.Logger = quiet()
 	cc.RequestTimeout = 3 * time.Second
+	// One registration secret per run: it signs registrations and this client's admin writes.
+	secret := harness.NewSecret()
+	cc.Signer = acl.Signer(acl.BrokerAccessKey, secret)
 	g.admin = remoting.NewClient(cc)
 	t.Cleanup(func() { _ = g.admin.Close() })
 	// One random HA secret per run, the same for every node (any of them may become master).
@@ -71,7 +75,6 @@ func startGroup(t *testing.T, n int) *group {
 	}
 	ports := harness.MustFreePorts(t, 1+3*n)
 	g.nsAddr = harness.Addr(ports[0])
-	secret := harness.NewSecret()
 	g.ns = g.start("namesrv", fmt.Sprintf("listenPort=%d\nbindAddress=127.0.0.1\nregistryBackend=memory\nregistrationSecret=%s\n", ports[0], secret), nil)
 	harness.Eventually(t, readyTimeout, func() error { return harness.DialOK(g.nsAddr) })
 	for i := 0; i < n; i++ {

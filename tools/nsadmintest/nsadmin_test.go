@@ -228,13 +228,16 @@ func wipeDrains(t *testing.T, onConsul bool) {
 }
 
 // TestGoAdminDeleteTopic: rocketmq-client-go's admin DeleteTopic sends DELETE_TOPIC_IN_BROKER
-// and then an unsigned DELETE_TOPIC_IN_NAMESRV, which the name server refuses in the default
-// configuration (the client does not check the code); the route goes once the broker
-// registers without the topic.
+// and then DELETE_TOPIC_IN_NAMESRV, unsigned (its DeleteTopic never installs the ACL hook, even
+// WithCredentials). Both are refused in the default configuration (the client does not check
+// the codes) and the topic stays; the same two requests signed with the registration secret
+// (access key rmqha-broker, as mqadmin -registrationSecretFile signs) are served and the route
+// goes.
 func TestGoAdminDeleteTopic(t *testing.T) {
 	cfg := e2e.DefaultGroupConfig()
 	cfg.NoSlave = true
 	cfg.MasterRole = "ASYNC_MASTER"
+	cfg.RegistrationSecret = harness.NewSecret()
 	g := e2e.StartGroup(t, cfg)
 	const topic = "GoAdminDeleted"
 	g.CreateTopic(t, topic, 1)
@@ -247,13 +250,22 @@ func TestGoAdminDeleteTopic(t *testing.T) {
 	defer cancel()
 	require.NoError(t, adm.DeleteTopic(ctx, admin.WithTopicDelete(topic), admin.WithBrokerAddrDelete(g.MasterAddr),
 		admin.WithNameSrvAddr([]string{g.NamesrvAddr})))
-
 	harness.Eventually(t, readyTimeout, func() error {
-		if !g.Namesrv.LogContains("admin request refused") {
-			return fmt.Errorf("the name server did not refuse the unsigned DELETE_TOPIC_IN_NAMESRV")
+		if !g.Master.LogContains("admin request refused") || !g.Namesrv.LogContains("admin request refused") {
+			return fmt.Errorf("the broker and the name server did not both refuse the unsigned deletes")
 		}
 		return nil
 	})
+	_, err = g.Route(topic)
+	require.NoError(t, err, "an unsigned DeleteTopic removed the route")
+
+	for _, to := range []struct {
+		addr string
+		code int32
+	}{{g.MasterAddr, remoting.DeleteTopicInBroker}, {g.NamesrvAddr, remoting.DeleteTopicInNameSrv}} {
+		resp := invoke(t, g.Admin, to.addr, remoting.NewRequest(to.code, map[string]string{"topic": topic}, nil))
+		require.Equal(t, remoting.Success, resp.Code, "%s: %s", remoting.RequestName(to.code), resp.Remark)
+	}
 	harness.Eventually(t, readyTimeout, func() error {
 		if _, err := g.Route(topic); err == nil {
 			return fmt.Errorf("route of %s still served", topic)

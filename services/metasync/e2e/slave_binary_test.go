@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/rmqha/rmqha/libs/acl"
 	"github.com/rmqha/rmqha/libs/remoting"
 	"github.com/rmqha/rmqha/libs/route"
 	"github.com/rmqha/rmqha/tools/harness"
@@ -19,6 +20,9 @@ import (
 // haSecret is the HA secret of this run's brokers: random, drawn once per test process.
 var haSecret = secretfile.New()
 
+// adminSecret is these brokers' registration secret; the test's admin writes are signed with it.
+var adminSecret = secretfile.New()
+
 // startBrokerBinary returns the broker's client and HA addresses.
 func startBrokerBinary(t *testing.T, name, role string, id int, extra string, env []string) (string, string, *harness.Process) {
 	t.Helper()
@@ -27,7 +31,7 @@ func startBrokerBinary(t *testing.T, name, role string, id int, extra string, en
 	var b strings.Builder
 	fmt.Fprintf(&b, "brokerClusterName=%s\nbrokerName=%s\nbrokerId=%d\nbrokerRole=%s\n", cluster, broker, id, role)
 	fmt.Fprintf(&b, "listenPort=%d\nhaListenPort=%d\nhttpPort=%d\nbindAddress=127.0.0.1\nbrokerIP1=127.0.0.1\nbrokerIP2=127.0.0.1\n", ports[0], ports[1], ports[2])
-	fmt.Fprintf(&b, "storePathRootDir=%s\nmappedFileSizeCommitLog=16777216\nhaSecret=%s\n%s", filepath.Join(dir, "store"), haSecret, extra)
+	fmt.Fprintf(&b, "storePathRootDir=%s\nmappedFileSizeCommitLog=16777216\nhaSecret=%s\nregistrationSecret=%s\n%s", filepath.Join(dir, "store"), haSecret, adminSecret, extra)
 	conf := writeConf(t, dir, "broker.conf", b.String())
 	bin := "master"
 	if role == "SLAVE" {
@@ -70,7 +74,9 @@ func TestSlaveBinaryFollowsMaster(t *testing.T) {
 		"syncIntervalMillis": "30000", "natsUrl": nats.URL(),
 		"advertisedUrl": fmt.Sprintf("http://127.0.0.1:%d", msPort),
 	}, env)
-	rc := remoting.NewClient(remoting.DefaultClientConfig())
+	rcc := remoting.DefaultClientConfig()
+	rcc.Signer = acl.Signer(acl.BrokerAccessKey, adminSecret)
+	rc := remoting.NewClient(rcc)
 	defer rc.Close()
 	slaveAddr, _, _ := startBrokerBinary(t, "slave", "SLAVE", 1,
 		fmt.Sprintf("haMasterAddress=%s\nmetasyncAddrs=127.0.0.1:%d\nmetasyncFallbackInterval=60000\n", masterHA, msPort), env)

@@ -58,8 +58,12 @@ func newRemotingClient(timeout time.Duration, tc *tls.Config, creds acl.Credenti
 	return remoting.NewClient(cc)
 }
 
-func newAdmin(cfg Config) *admin {
-	return &admin{cfg: cfg, cli: newRemotingClient(5*time.Second, cfg.tlsClient, cfg.credentials())}
+func newAdmin(cfg Config) (*admin, error) {
+	creds, err := cfg.adminCredentials()
+	if err != nil {
+		return nil, err
+	}
+	return &admin{cfg: cfg, cli: newRemotingClient(5*time.Second, cfg.tlsClient, creds)}, nil
 }
 
 func (a *admin) close() { _ = a.cli.Close() }
@@ -149,6 +153,9 @@ func (a *admin) ensureTopic(ctx context.Context, topic string, n int) (*route, e
 		resp, err := a.cli.Invoke(ctx, m, remoting.NewRequest(remoting.UpdateAndCreateTopic, ext, nil))
 		if err != nil {
 			return nil, fmt.Errorf("create topic %s on %s: %w", topic, m, err)
+		}
+		if resp.Code == remoting.NoPermission && a.cfg.RegistrationSecretFile == "" && a.cfg.AccessKey == "" {
+			return nil, fmt.Errorf("create topic %s on %s: %s (give -registrationSecretFile, e.g. run/registration.secret of make run, or create the topic with mqadmin updateTopic)", topic, m, resp.Remark)
 		}
 		if resp.Code != remoting.Success {
 			return nil, fmt.Errorf("create topic %s on %s: code %d %s", topic, m, resp.Code, resp.Remark)

@@ -23,7 +23,7 @@ import (
 func TestBenchAgainstGroup(t *testing.T) {
 	g := e2e.StartGroup(t, e2e.DefaultGroupConfig())
 	base := DefaultConfig()
-	base.Namesrv = g.NamesrvAddr
+	base.Namesrv, base.RegistrationSecretFile = g.NamesrvAddr, g.RegistrationSecretFile
 	base.Drain = 30 * time.Second
 
 	run := func(t *testing.T, cfg Config) (*Result, string) {

@@ -77,6 +77,10 @@ type Config struct {
 	// WithCredentials, the raw frames and the set-up requests with the same signature. Topic
 	// creation needs an admin account. Default none.
 	AccessKey, SecretKey string
+	// RegistrationSecretFile signs the set-up requests (topic creation) with the cluster
+	// registration secret under access key rmqha-broker, as a broker with ACL off wants its
+	// admin writes signed (mqadmin -registrationSecretFile). Not with -ak/-sk. Default "".
+	RegistrationSecretFile string
 	// CPUPids names processes whose CPU time per sent message is reported, "name=pid,..."
 	// (for example the master and the slave of the group under test). Default "": only the
 	// bench process itself.
@@ -114,6 +118,7 @@ func (c *Config) bindFlags(fs *flag.FlagSet) {
 	tlsconf.ClientFlags(fs, &c.TLS)
 	fs.StringVar(&c.AccessKey, "ak", c.AccessKey, "ACL access key signing every request (with -sk)")
 	fs.StringVar(&c.SecretKey, "sk", c.SecretKey, "ACL secret key of -ak")
+	fs.StringVar(&c.RegistrationSecretFile, "registrationSecretFile", c.RegistrationSecretFile, "sign topic creation with the cluster registration secret in this file (brokers with ACL off)")
 	fs.StringVar(&c.CPUPids, "cpu-pids", c.CPUPids, "report CPU µs per sent message of these processes too: name=pid,...")
 }
 
@@ -155,6 +160,8 @@ func (c Config) Validate() error {
 		return bad("-progress %v < 0", c.Progress)
 	case (c.AccessKey == "") != (c.SecretKey == ""):
 		return bad("-ak and -sk go together")
+	case c.RegistrationSecretFile != "" && c.AccessKey != "":
+		return bad("-registrationSecretFile and -ak/-sk do not go together")
 	}
 	if _, err := parsePids(c.CPUPids); err != nil {
 		return bad("-cpu-pids: %v", err)
@@ -165,6 +172,19 @@ func (c Config) Validate() error {
 // credentials is the ACL key pair (empty when not set).
 func (c Config) credentials() acl.Credentials {
 	return acl.Credentials{AccessKey: c.AccessKey, SecretKey: c.SecretKey}
+}
+
+// adminCredentials sign the set-up requests: the ACL key pair, else the registration secret
+// under acl.BrokerAccessKey (RocketMQ's signature with the secret as the secret key).
+func (c Config) adminCredentials() (acl.Credentials, error) {
+	if c.RegistrationSecretFile == "" {
+		return c.credentials(), nil
+	}
+	secret, err := acl.LoadSecret("", c.RegistrationSecretFile, "registrationSecret", "-registrationSecretFile")
+	if err != nil {
+		return acl.Credentials{}, err
+	}
+	return acl.Credentials{AccessKey: acl.BrokerAccessKey, SecretKey: secret}, nil
 }
 
 func (c Config) namesrvs() []string {

@@ -101,6 +101,7 @@ func TestBenchMatrix(t *testing.T) {
 		g := e2e.StartGroup(t, gc)
 		base := DefaultConfig()
 		base.Namesrv, base.Size, base.Consumers, base.Progress = g.NamesrvAddr, size, 0, 0
+		base.RegistrationSecretFile = g.RegistrationSecretFile
 		base.Topic = "BenchMatrix" + strings.ReplaceAll(role, "_", "")
 		var stored int64
 		for _, client := range []string{ClientGo, ClientRaw} {

@@ -105,6 +105,9 @@ func TestPerfCompare(t *testing.T) {
 					args := append([]string{"-namesrv", g.NamesrvAddr, "-topic", "PerfTopic", "-size", "1024", "-client", "raw",
 						"-consumers", "0", "-progress", "0", "-duration", fmt.Sprintf("%ds", secs)}, st.args...)
 					bin := filepath.Join(b.dir, "bench")
+					if benchHasFlag(bin, "registrationSecretFile") {
+						args = append(args, "-registrationSecretFile", g.RegistrationSecretFile)
+					}
 					if benchHasFlag(bin, "cpu-pids") {
 						args = append(args, "-cpu-pids", fmt.Sprintf("master=%d,slave=%d", g.Master.PID(), g.Slave.PID()))
 					}

@@ -175,7 +175,10 @@ func Run(ctx context.Context, cfg Config, out io.Writer) (*Result, error) {
 	}
 	cfg.tlsClient = tc
 	st := newStats()
-	adm := newAdmin(cfg)
+	adm, err := newAdmin(cfg)
+	if err != nil {
+		return nil, err
+	}
 	defer adm.close()
 	route, err := adm.ensureTopic(ctx, cfg.Topic, cfg.Queues)
 	if err != nil {

@@ -214,6 +214,7 @@ func benchTable(t *testing.T, sz tableSizes) []tableRow {
 	}
 	brokerRun := func(g *e2e.Group, cfg Config) (*Result, sample) {
 		cfg.Namesrv, cfg.Consumers, cfg.Progress, cfg.Size = g.NamesrvAddr, 0, 0, size
+		cfg.RegistrationSecretFile = g.RegistrationSecretFile
 		cfg.CPUPids = fmt.Sprintf("master=%d,slave=%d", g.Master.PID(), g.Slave.PID())
 		res, err := Run(context.Background(), cfg, io.Discard)
 		require.NoError(t, err)
@@ -413,6 +414,7 @@ func catchUp(t *testing.T, g *e2e.Group, sz tableSizes, tcpRate float64) tableRo
 	cfg := DefaultConfig()
 	n := int(max(sz.Backlog/int64(sz.BacklogMsg), 1))
 	cfg.Namesrv, cfg.Topic, cfg.Client, cfg.Mode, cfg.Inflight = g.NamesrvAddr, "TableBacklog", ClientRaw, ModeAsync, 16
+	cfg.RegistrationSecretFile = g.RegistrationSecretFile
 	cfg.Size, cfg.N, cfg.Duration, cfg.Producers, cfg.Consumers, cfg.Progress = sz.BacklogMsg, n, 0, 1, 0, 0
 	res, err := Run(context.Background(), cfg, io.Discard)
 	require.NoError(t, err)
@@ -478,6 +480,7 @@ func TestIndexCostBench(t *testing.T) {
 	defer stopGroup(ga)
 	brokerRun := func(g *e2e.Group, cfg Config) (*Result, sample) {
 		cfg.Namesrv, cfg.Consumers, cfg.Progress = g.NamesrvAddr, 0, 0
+		cfg.RegistrationSecretFile = g.RegistrationSecretFile
 		cfg.CPUPids = fmt.Sprintf("master=%d,slave=%d", g.Master.PID(), g.Slave.PID())
 		res, err := Run(context.Background(), cfg, io.Discard)
 		require.NoError(t, err)

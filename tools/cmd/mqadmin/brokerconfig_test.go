@@ -73,13 +73,13 @@ func TestBrokerConfigAgainstGroup(t *testing.T) {
 	require.Equal(t, remoting.Success, sendHalfCode(t, g, "CfgTopic"))
 
 	// A key that cannot change at runtime: refused, named, nothing changed.
-	code, outRefused, errOut := runOut("updateBrokerConfig", "-n", ns, "-b", g.MasterAddr, "-k", "brokerName", "-v", "other")
+	code, outRefused, errOut := runOut("updateBrokerConfig", "-n", ns, "-b", g.MasterAddr, "-k", "brokerName", "-v", "other", "-registrationSecretFile", g.RegistrationSecretFile)
 	assert.Equal(t, ExitServer, code, outRefused+errOut)
 	assert.Contains(t, outRefused+errOut, "NO_PERMISSION")
 	assert.Contains(t, outRefused+errOut, "brokerName")
 
 	// A runtime key on the cluster's masters (-c without -a: not the slave).
-	out = mustRun(t, "updateBrokerConfig", "-n", ns, "-c", cluster, "-k", "rejectTransactionMessage", "-v", "true")
+	out = mustRun(t, "updateBrokerConfig", "-n", ns, "-c", cluster, "-k", "rejectTransactionMessage", "-v", "true", "-registrationSecretFile", g.RegistrationSecretFile)
 	assert.Contains(t, out, "update broker config success, "+g.MasterAddr)
 	assert.NotContains(t, out, g.SlaveAddr)
 	assert.Equal(t, remoting.NoPermission, sendHalfCode(t, g, "CfgTopic"), "applied live")
@@ -108,7 +108,7 @@ func TestBrokerConfigAgainstGroup(t *testing.T) {
 	assert.Equal(t, remoting.NoPermission, sendHalfCode(t, g, "CfgTopic"))
 
 	// Back off, live again.
-	mustRun(t, "updateBrokerConfig", "-n", ns, "-b", g.MasterAddr, "-k", "rejectTransactionMessage", "-v", "false")
+	mustRun(t, "updateBrokerConfig", "-n", ns, "-b", g.MasterAddr, "-k", "rejectTransactionMessage", "-v", "false", "-registrationSecretFile", g.RegistrationSecretFile)
 	assert.Equal(t, remoting.Success, sendHalfCode(t, g, "CfgTopic"))
 	assert.True(t, g.Master.Running())
 	assert.True(t, g.Slave.Running())
@@ -189,7 +189,7 @@ func brokerPermissionDrains(t *testing.T, onConsul bool) {
 	routePerm(6)
 	require.NoError(t, sendVia(newProducer("before")))
 
-	out := mustRun(t, "updateBrokerConfig", "-n", ns, "-b", g.MasterAddr, "-k", "brokerPermission", "-v", "4")
+	out := mustRun(t, "updateBrokerConfig", "-n", ns, "-b", g.MasterAddr, "-k", "brokerPermission", "-v", "4", "-registrationSecretFile", g.RegistrationSecretFile)
 	assert.Contains(t, out, "update broker config success, "+g.MasterAddr)
 	routePerm(4)
 	err := sendVia(newProducer("during"))
@@ -205,7 +205,7 @@ func brokerPermissionDrains(t *testing.T, onConsul bool) {
 	require.NoError(t, err)
 	assert.Contains(t, string(data), "\nbrokerPermission=4\n")
 
-	mustRun(t, "updateBrokerConfig", "-n", ns, "-b", g.MasterAddr, "-k", "brokerPermission", "-v", "6")
+	mustRun(t, "updateBrokerConfig", "-n", ns, "-b", g.MasterAddr, "-k", "brokerPermission", "-v", "6", "-registrationSecretFile", g.RegistrationSecretFile)
 	routePerm(6)
 	require.NoError(t, sendVia(newProducer("after")))
 	assert.Equal(t, remoting.Success, sendCode(t, g, g.MasterAddr, topic).Code)

@@ -28,9 +28,9 @@ func TestBrokerConsumeStatsAgainstMaster(t *testing.T) {
 	cfg.NoSlave = true
 	g := e2e.StartGroup(t, cfg)
 	const topic = "BrokerStatsTopic"
-	mustRun(t, "updateTopic", "-n", g.NamesrvAddr, "-b", g.MasterAddr, "-t", topic, "-r", "2", "-w", "2")
+	mustRun(t, "updateTopic", "-n", g.NamesrvAddr, "-b", g.MasterAddr, "-t", topic, "-r", "2", "-w", "2", "-registrationSecretFile", g.RegistrationSecretFile)
 	send(t, g, topic, 2, 10, 16)
-	mustRun(t, "updateSubGroup", "-n", g.NamesrvAddr, "-b", g.MasterAddr, "-g", "stats-g")
+	mustRun(t, "updateSubGroup", "-n", g.NamesrvAddr, "-b", g.MasterAddr, "-g", "stats-g", "-registrationSecretFile", g.RegistrationSecretFile)
 	commit(t, g, "stats-g", topic, 0, 2)
 	commit(t, g, "stats-g", topic, 1, 5)
 

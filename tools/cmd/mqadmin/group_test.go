@@ -139,7 +139,7 @@ func TestCommandsAgainstGroup(t *testing.T) {
 
 	const topic = "AdminTopic"
 	t.Run("topics", func(t *testing.T) {
-		out := mustRun(t, "updateTopic", "-n", ns, "-c", cluster, "-t", topic, "-r", "4", "-w", "4")
+		out := mustRun(t, "updateTopic", "-n", ns, "-c", cluster, "-t", topic, "-r", "4", "-w", "4", "-registrationSecretFile", g.RegistrationSecretFile)
 		assert.Contains(t, out, "update topic "+topic+" on "+g.MasterAddr+": success")
 
 		// The master re-registers in the background; the route follows.
@@ -172,12 +172,19 @@ func TestCommandsAgainstGroup(t *testing.T) {
 		assert.Equal(t, ExitServer, code, errOut)
 		assert.Contains(t, errOut, "TOPIC_NOT_EXIST")
 
-		code, _, errOut = runOut("updateTopic", "-b", g.MasterAddr, "-t", cluster)
+		code, _, errOut = runOut("updateTopic", "-b", g.MasterAddr, "-t", cluster, "-registrationSecretFile", secretFile)
 		assert.Equal(t, ExitServer, code, "the cluster name is reserved: %s", errOut)
+
+		// With ACL off, a broker takes admin writes only signed with the registration secret.
+		code, _, errOut = runOut("updateTopic", "-b", g.MasterAddr, "-t", "UnsignedTopic")
+		assert.Equal(t, ExitServer, code, errOut)
+		assert.Contains(t, errOut, "sign it with the registration secret")
+		code, _, errOut = runOut("topicRoute", "-n", ns, "-t", "UnsignedTopic")
+		assert.Equal(t, ExitServer, code, "a refused updateTopic created nothing: %s", errOut)
 	})
 
 	t.Run("groups", func(t *testing.T) {
-		out := mustRun(t, "updateSubGroup", "-n", ns, "-g", "AdminGroup", "-m", "5")
+		out := mustRun(t, "updateSubGroup", "-n", ns, "-g", "AdminGroup", "-m", "5", "-registrationSecretFile", g.RegistrationSecretFile)
 		assert.Contains(t, out, "update group AdminGroup on "+g.MasterAddr+": success")
 		out = mustRun(t, "consumerGroupList", "-n", ns)
 		row := tableRow(out, "AdminGroup", g.MasterAddr)
@@ -195,7 +202,7 @@ func TestCommandsAgainstGroup(t *testing.T) {
 		}
 		assert.True(t, found, "%+v", js.Groups)
 
-		mustRun(t, "deleteSubGroup", "-n", ns, "-c", cluster, "-g", "AdminGroup")
+		mustRun(t, "deleteSubGroup", "-n", ns, "-c", cluster, "-g", "AdminGroup", "-registrationSecretFile", g.RegistrationSecretFile)
 		out = mustRun(t, "consumerGroupList", "-n", ns)
 		assert.Nil(t, tableRow(out, "AdminGroup"), out)
 	})

@@ -130,7 +130,7 @@ func TestResetOffsetByTimeWithRunningConsumer(t *testing.T) {
 		return nil
 	})
 
-	out := mustRun(t, "resetOffsetByTime", "-n", g.NamesrvAddr, "-g", group, "-t", topic, "-s", strconv.FormatInt(mid, 10))
+	out := mustRun(t, "resetOffsetByTime", "-n", g.NamesrvAddr, "-g", group, "-t", topic, "-s", strconv.FormatInt(mid, 10), "-registrationSecretFile", g.RegistrationSecretFile)
 	require.Contains(t, out, "rollback consumer offset by specified group="+group)
 	require.Contains(t, out, e2e.BrokerName)
 
@@ -181,7 +181,7 @@ func TestResetOffsetByTimeWithRunningConsumer(t *testing.T) {
 	})
 
 	// Offsets of the group copied to another.
-	out = mustRun(t, "cloneGroupOffset", "-n", g.NamesrvAddr, "-s", group, "-d", "reset-copy", "-t", topic)
+	out = mustRun(t, "cloneGroupOffset", "-n", g.NamesrvAddr, "-s", group, "-d", "reset-copy", "-t", topic, "-registrationSecretFile", g.RegistrationSecretFile)
 	require.Contains(t, out, "clone group offset success")
 	for q := 0; q < 2; q++ {
 		m, err := g.ConsumerOffset(g.MasterAddr, group, topic, q)
@@ -219,7 +219,7 @@ func TestResetOffsetByTimeWithRunningConsumer(t *testing.T) {
 
 	// A group without consumers online: its stored offsets are set queue by queue (the broker
 	// answers CONSUMER_NOT_ONLINE to the whole-topic form), down to the start with -s 0.
-	code, out, errOut := runOut("resetOffsetByTime", "-n", g.NamesrvAddr, "-g", "reset-copy", "-t", topic, "-s", "0")
+	code, out, errOut := runOut("resetOffsetByTime", "-n", g.NamesrvAddr, "-g", "reset-copy", "-t", topic, "-s", "0", "-registrationSecretFile", g.RegistrationSecretFile)
 	require.Equal(t, ExitOK, code, "stdout %s stderr %s", out, errOut)
 	require.Contains(t, errOut, "no consumer online")
 	for q := 0; q < 2; q++ {
@@ -228,12 +228,12 @@ func TestResetOffsetByTimeWithRunningConsumer(t *testing.T) {
 		require.Equal(t, int64(0), cp, "queue %d", q)
 	}
 	// -f false never moves an offset up.
-	code, _, _ = runOut("resetOffsetByTime", "-n", g.NamesrvAddr, "-g", "reset-copy", "-t", topic, "-s", "now", "-f", "false")
+	code, _, _ = runOut("resetOffsetByTime", "-n", g.NamesrvAddr, "-g", "reset-copy", "-t", topic, "-s", "now", "-f", "false", "-registrationSecretFile", g.RegistrationSecretFile)
 	require.Equal(t, ExitOK, code)
 	cp, err := g.ConsumerOffset(g.MasterAddr, "reset-copy", topic, 0)
 	require.NoError(t, err)
 	require.Equal(t, int64(0), cp)
-	code, _, _ = runOut("resetOffsetByTime", "-n", g.NamesrvAddr, "-g", "nobody", "-t", topic, "-s", "now")
+	code, _, _ = runOut("resetOffsetByTime", "-n", g.NamesrvAddr, "-g", "nobody", "-t", topic, "-s", "now", "-registrationSecretFile", g.RegistrationSecretFile)
 	require.Equal(t, ExitServer, code, "a group without offsets")
 	require.True(t, g.Master.Running() && g.Slave.Running(), "processes alive")
 }
