@@ -77,7 +77,7 @@ func TestCompose(t *testing.T) {
 	})
 	t.Logf("produced and consumed %d messages through %s", len(batchA), g.namesrv())
 
-	runBench(t, bin, g.namesrv())
+	runBench(t, bin, g.namesrv(), g.registrationSecretFile())
 
 	// 2. Kill the master while the consumer is behind.
 	live.pause()
@@ -299,7 +299,7 @@ func composeReady(t *testing.T, what string) (string, []string) {
 
 // runBench produces and consumes with the bench tool through the published ports, when the
 // binary folder has it: every send SEND_OK, every message consumed.
-func runBench(t *testing.T, bin, namesrv string) {
+func runBench(t *testing.T, bin, namesrv, secretFile string) {
 	t.Helper()
 	tool := filepath.Join(bin, "bench")
 	if _, err := os.Stat(tool); err != nil {
@@ -307,7 +307,7 @@ func runBench(t *testing.T, bin, namesrv string) {
 		return
 	}
 	const n = 2000
-	out, err := runCmd(4*time.Minute, nil, "", tool, "-namesrv", namesrv, "-topic", "ComposeBench",
+	out, err := runCmd(4*time.Minute, nil, "", tool, "-namesrv", namesrv, "-registrationSecretFile", secretFile, "-topic", "ComposeBench",
 		"-n", strconv.Itoa(n), "-producers", "2", "-consumers", "1", "-mode", "sync", "-progress", "0", "-drain", "2m")
 	if err != nil {
 		t.Fatal(err)

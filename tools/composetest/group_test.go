@@ -147,6 +147,15 @@ func (g *group) container(service string) string {
 	return f[0]
 }
 
+// registrationSecretFile copies the group's registration secret out of the master's container
+// (the secrets volume) into a file of the test's, for tools that sign admin writes.
+func (g *group) registrationSecretFile() string {
+	g.t.Helper()
+	path := filepath.Join(g.t.TempDir(), "registration.secret")
+	g.docker("cp", g.container("master")+":/etc/rmqha/secrets/registration.secret", path)
+	return path
+}
+
 // health is the healthcheck state of a service's container ("healthy", "starting", "exited"...).
 func (g *group) health(service string) string {
 	id := g.container(service)

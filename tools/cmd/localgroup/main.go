@@ -169,9 +169,11 @@ func run(binDir, dataDir string, namesrvPort, masterPort, slavePort, httpBase in
 	fmt.Printf(`
 The group is up. Data, configs and logs are under %s.
 Point a RocketMQ client at the name server %s, for example with the bench tool:
-    bin/bench -namesrv %s -topic TopicTest -n 10000
+    bin/bench -namesrv %s -registrationSecretFile %s -topic TopicTest -n 10000
+Admin writes (mqadmin updateTopic, updateBrokerConfig, resetOffsetByTime, ...) are signed with
+    bin/mqadmin ... -registrationSecretFile %s
 Press Ctrl-C to stop everything.
-`, dataDir, nsAddr, nsAddr)
+`, dataDir, nsAddr, nsAddr, regSecret, regSecret)
 	<-sigs
 	fmt.Println("\nstopping...")
 	stopAll()
