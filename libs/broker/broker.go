@@ -30,6 +30,8 @@ type Broker struct {
 	cfg Config
 	log logrus.FieldLogger
 	now func() time.Time
+	// clusterPair is the CLUSTER property every stored message carries, serialised once.
+	clusterPair string
 
 	store   *commitlog.Store
 	tables  *meta.Tables
@@ -173,6 +175,7 @@ func New(cfg Config, logger logrus.FieldLogger) (*Broker, error) {
 		claimRepeat: claimWarnRepeat,
 		claimEvery:  claimCheckEvery,
 		haSecret:    haSecret,
+		clusterPair: clusterPairOf(cfg.BrokerClusterName),
 	}
 	if err := b.resolveTLS(); err != nil {
 		return nil, err
