@@ -23,6 +23,9 @@ type Command struct {
 	Remark string
 	// ExtFields is the flattened custom header; always strings on the wire.
 	ExtFields map[string]string
+	// ExtAppend, when set, writes further custom header fields straight into the encoded
+	// header, after ExtFields' (extappend.go). Encoding only: a decoded command has it nil.
+	ExtAppend ExtAppender
 	// Body is the opaque payload after the header.
 	Body []byte
 }
