@@ -7,7 +7,6 @@ import (
 	"math"
 	"math/rand/v2"
 	"net/netip"
-	"strconv"
 	"strings"
 	"time"
 
@@ -417,16 +416,9 @@ func (b *Broker) handleSend(w remoting.ResponseWriter, req *remoting.Command) {
 		b.replyStoreError(w, req, err)
 		return
 	}
-	resp := remoting.NewResponse(req, remoting.Success, "")
-	resp.ExtFields["msgId"] = res.MsgID
-	resp.ExtFields["queueId"] = strconv.Itoa(int(qid))
-	resp.ExtFields["queueOffset"] = strconv.FormatInt(res.QueueOffset, 10)
-	resp.ExtFields["MSG_REGION"] = regionDefault
-	resp.ExtFields["TRACE_ON"] = "true"
-	if ps.uniq != "" {
-		resp.ExtFields["transactionId"] = ps.uniq
-	}
-	b.complete(v, w, resp, res.EndOffset, ps.wait, arrival)
+	ans := newSendAnswer(req)
+	ans.msgID, ans.queueID, ans.queueOffset, ans.txID = res.MsgID, qid, res.QueueOffset, ps.uniq
+	b.complete(v, w, ans, res.EndOffset, ps.wait, arrival)
 }
 
 // specialSend applies what a message's properties ask for beyond an append (a transaction
@@ -524,13 +516,9 @@ func (b *Broker) sendBatch(v *roleView, w remoting.ResponseWriter, req *remoting
 	for i, r := range results {
 		ids[i] = r.MsgID
 	}
-	resp := remoting.NewResponse(req, remoting.Success, "")
-	resp.ExtFields["msgId"] = strings.Join(ids, ",")
-	resp.ExtFields["queueId"] = strconv.Itoa(int(qid))
-	resp.ExtFields["queueOffset"] = strconv.FormatInt(results[0].QueueOffset, 10)
-	resp.ExtFields["MSG_REGION"] = regionDefault
-	resp.ExtFields["TRACE_ON"] = "true"
-	b.complete(v, w, resp, results[len(results)-1].EndOffset, wait, arrival)
+	ans := newSendAnswer(req)
+	ans.msgID, ans.queueID, ans.queueOffset = strings.Join(ids, ","), qid, results[0].QueueOffset
+	b.complete(v, w, ans, results[len(results)-1].EndOffset, wait, arrival)
 }
 
 func (b *Broker) replyStoreError(w remoting.ResponseWriter, req *remoting.Command, err error) {
@@ -549,19 +537,16 @@ func (b *Broker) replyStoreError(w remoting.ResponseWriter, req *remoting.Comman
 // complete finishes a stored send: with nothing to wait for it answers at once; otherwise the
 // flush and replication waits are registered now (deadlines fixed at arrival) and the send
 // pipeline answers when they complete.
-func (b *Broker) complete(v *roleView, w remoting.ResponseWriter, resp *remoting.Command, endOffset int64, wait bool, arrival time.Time) {
-	resp.ExtFields["stored"] = "true"
+func (b *Broker) complete(v *roleView, w remoting.ResponseWriter, ans storedAnswer, endOffset int64, wait bool, arrival time.Time) {
 	syncFlush := wait && b.cfg.FlushDiskType == FlushSync
 	syncRepl := wait && v.role == RoleSyncMaster && v.master != nil
 	if !syncFlush && !syncRepl {
-		resp.ExtFields["replicas"] = "1"
-		if b.cfg.FlushDiskType == FlushSync {
-			resp.ExtFields["flushed"] = strconv.FormatBool(b.store.FlushedOffset() >= endOffset)
-		}
-		_ = w.Write(resp)
+		flushKnown := b.cfg.FlushDiskType == FlushSync
+		ans.setOutcome(1, flushKnown, flushKnown && b.store.FlushedOffset() >= endOffset)
+		_ = w.Write(ans.command())
 		return
 	}
-	p := &pendingSend{w: w, resp: resp, arrival: arrival}
+	p := &pendingSend{w: w, ans: ans, arrival: arrival}
 	if syncFlush {
 		p.flush = b.store.WaitFlush(endOffset, arrival.Add(b.cfg.SyncFlushTimeout))
 	}
@@ -574,7 +559,7 @@ func (b *Broker) complete(v *roleView, w remoting.ResponseWriter, resp *remoting
 // pendingSend is a stored message whose answer waits for fsync and/or replication.
 type pendingSend struct {
 	w       remoting.ResponseWriter
-	resp    *remoting.Command
+	ans     storedAnswer
 	flush   <-chan error
 	repl    <-chan hawire.ReplStatus
 	arrival time.Time // for the wait metrics
@@ -583,14 +568,12 @@ type pendingSend struct {
 // finish combines the wait results into the response code, as RocketMQ does: a replication
 // failure overrides a flush failure, which overrides SEND_OK.
 func (b *Broker) finish(p *pendingSend, flushErr error, repl hawire.ReplStatus, haveRepl bool) {
+	resp := p.ans.command()
 	code := remoting.Success
 	replicas := 1
-	if p.flush != nil {
-		p.resp.ExtFields["flushed"] = strconv.FormatBool(flushErr == nil)
-		if flushErr != nil {
-			code = remoting.FlushDiskTimeout
-			p.resp.Remark = "flush disk timeout: " + flushErr.Error()
-		}
+	if p.flush != nil && flushErr != nil {
+		code = remoting.FlushDiskTimeout
+		resp.Remark = "flush disk timeout: " + flushErr.Error()
 	}
 	if haveRepl {
 		switch repl {
@@ -598,15 +581,15 @@ func (b *Broker) finish(p *pendingSend, flushErr error, repl hawire.ReplStatus, 
 			replicas = b.cfg.InSyncReplicas
 		case hawire.ReplTimeout:
 			code = remoting.FlushSlaveTimeout
-			p.resp.Remark = fmt.Sprintf("stored on the master, not confirmed by enough slaves within slaveTimeout %v", b.cfg.SlaveTimeout)
+			resp.Remark = fmt.Sprintf("stored on the master, not confirmed by enough slaves within slaveTimeout %v", b.cfg.SlaveTimeout)
 		case hawire.ReplSlaveNotAvailable:
 			code = remoting.SlaveNotAvailable
-			p.resp.Remark = "stored on the master only: no slave in sync"
+			resp.Remark = "stored on the master only: no slave in sync"
 		}
 	}
-	p.resp.Code = code
-	p.resp.ExtFields["replicas"] = strconv.Itoa(replicas)
-	if p.w.Write(p.resp) == nil && !b.running() {
+	resp.Code = code
+	p.ans.setOutcome(replicas, p.flush != nil, flushErr == nil)
+	if p.w.Write(resp) == nil && !b.running() {
 		b.lateAnswers.Add(1)
 	}
 }

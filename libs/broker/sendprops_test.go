@@ -1,9 +1,12 @@
 package broker
 
 import (
+	"strconv"
 	"strings"
 	"testing"
 
+	"github.com/rmqha/rmqha/libs/broker/schedule"
+	"github.com/rmqha/rmqha/libs/broker/timer"
 	"github.com/rmqha/rmqha/libs/commitlog"
 	"github.com/rmqha/rmqha/libs/remoting"
 	"github.com/stretchr/testify/require"
@@ -111,5 +114,88 @@ func FuzzSendHeaderV2(f *testing.F) {
 			return
 		}
 		require.Equal(t, want, got)
+	})
+}
+
+// TestSendAnswerBytes: a send's typed answer encodes to the bytes of the map-based response
+// it replaces, for every combination of its optional fields.
+func TestSendAnswerBytes(t *testing.T) {
+	req := &remoting.Command{Code: remoting.SendMessageV2, Opaque: 42}
+	for _, tx := range []string{"", "7F0000010001\x01\"x"} {
+		for _, flush := range []int{0, 1, 2} {
+			a := newSendAnswer(req)
+			a.msgID, a.queueID, a.queueOffset, a.txID = "7F00000100002A9F0000000000001234", 3, 1<<40, tx
+			a.setOutcome(2, flush > 0, flush == 1)
+			want := remoting.NewResponse(req, remoting.Success, "")
+			want.Flag = remoting.FlagResponse
+			for k, v := range map[string]string{
+				"msgId": a.msgID, "queueId": "3", "queueOffset": "1099511627776", "MSG_REGION": regionDefault,
+				"TRACE_ON": "true", "stored": "true", "replicas": "2",
+			} {
+				want.ExtFields[k] = v
+			}
+			if tx != "" {
+				want.ExtFields["transactionId"] = tx
+			}
+			if flush > 0 {
+				want.ExtFields["flushed"] = strconv.FormatBool(flush == 1)
+			}
+			wantFrame, err := remoting.EncodeFrame(nil, want)
+			require.NoError(t, err)
+			gotFrame, err := remoting.EncodeFrame(nil, a.command())
+			require.NoError(t, err)
+			require.Equal(t, string(wantFrame), string(gotFrame))
+			wantBin, err := remoting.AppendBinaryFrame(nil, want)
+			require.NoError(t, err)
+			gotBin, err := remoting.AppendBinaryFrame(nil, a.command())
+			require.NoError(t, err)
+			require.Equal(t, wantBin, gotBin)
+		}
+	}
+}
+
+// checkTagsCodeBytes: the byte-level hook returns what the map hook returns, and skips the map
+// hook only for records whose parsed properties its observers would ignore.
+func checkTagsCodeBytes(t *testing.T, topic, props string, ts int64) {
+	levels, err := schedule.ParseLevels("1s 5s 10s")
+	require.NoError(t, err)
+	pure := schedule.TagsCode(levels)
+	called := false
+	hook := func(topic string, pm map[string]string, ts int64) int64 {
+		called = true
+		return pure(topic, pm, ts)
+	}
+	got := tagsCodeBytes(hook)([]byte(topic), []byte(props), ts)
+	pm := commitlog.ParseProperties(props)
+	require.Equal(t, pure(topic, pm, ts), got, "topic %q props %q", topic, props)
+	if !called {
+		_, delay := pm[schedule.PropertyDelaySource]
+		_, dequeue := pm[timer.PropertyDequeueMs]
+		require.False(t, topic == schedule.Topic || delay || dequeue, "topic %q props %q skipped the hook", topic, props)
+	}
+}
+
+func TestTagsCodeBytes(t *testing.T) {
+	for _, tc := range []struct{ topic, props string }{
+		{"T", ""},
+		{"T", props("TAGS", "TagA")},
+		{"T", props("TAGS", "")},
+		{schedule.Topic, props("DELAY", "2", "TAGS", "a")},
+		{"T", props("DELAY_SOURCE", "2:17", "TAGS", "a")},
+		{"T", props("TIMER_DEQUEUE_MS", "1", "TIMER_SOURCE", "5:6")},
+		{timer.Topic, props("TAGS", "x")},
+	} {
+		checkTagsCodeBytes(t, tc.topic, tc.props, 1_700_000_000_000)
+	}
+}
+
+// FuzzTagsCodeBytes: record bytes come from the network (and from replication); the
+// byte-level hook must agree with the map hook on all of them.
+func FuzzTagsCodeBytes(f *testing.F) {
+	f.Add("T", props("TAGS", "TagA"), int64(0))
+	f.Add(schedule.Topic, props("DELAY", "3"), int64(1_700_000_000_000))
+	f.Add("T", "DELAY_SOURCE\x01\x02TAGS\x01a", int64(5))
+	f.Fuzz(func(t *testing.T, topic, props string, ts int64) {
+		checkTagsCodeBytes(t, topic, props, ts)
 	})
 }

@@ -18,9 +18,11 @@ import (
 // into a command whose ExtFields is empty produces exactly the bytes the map would
 // (FuzzExtAppend checks both header encodings against the map encoding).
 
-// ExtAppender writes a command's custom header fields into an ExtWriter.
+// ExtAppender writes a command's custom header fields into an ExtWriter. The writer travels
+// by value (returned with the fields added) so that it stays on the encoder's stack: behind
+// an interface a pointer to it would make it escape, one allocation per frame.
 type ExtAppender interface {
-	AppendExt(w *ExtWriter)
+	AppendExt(w ExtWriter) ExtWriter
 }
 
 // ExtWriter appends custom header fields to a header being encoded, in JSON or in the
@@ -102,7 +104,7 @@ func appendExtFields(dst []byte, c *Command, bin bool) ([]byte, error) {
 		w.String(k, c.ExtFields[k])
 	}
 	if c.ExtAppend != nil {
-		c.ExtAppend.AppendExt(&w)
+		w = c.ExtAppend.AppendExt(w)
 	}
 	return w.dst, w.err
 }

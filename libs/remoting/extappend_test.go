@@ -13,7 +13,7 @@ import (
 // int64 go through Int, the rest through String.
 type pairAppender map[string]string
 
-func (p pairAppender) AppendExt(w *ExtWriter) {
+func (p pairAppender) AppendExt(w ExtWriter) ExtWriter {
 	keys := make([]string, 0, len(p))
 	for k := range p {
 		keys = append(keys, k)
@@ -31,6 +31,7 @@ func (p pairAppender) AppendExt(w *ExtWriter) {
 		}
 		w.String(k, v)
 	}
+	return w
 }
 
 // checkExtAppend encodes the fields once as a map and once through an appender (and once
@@ -85,6 +86,19 @@ func TestExtAppend(t *testing.T) {
 		w.String("msgId", "7F00000100002A9F0000000000000000")
 		w.Bool("stored", true)
 	}), "an appender writes without allocating once the buffer has grown")
+	frame := make([]byte, 0, 1024)
+	resp := &Command{Code: Success, Flag: FlagResponse, ExtAppend: fixedAppender{}}
+	require.Zero(t, testing.AllocsPerRun(100, func() {
+		frame = AppendFrame(frame[:0], resp)
+	}), "a frame with an appender encodes without allocating")
+}
+
+type fixedAppender struct{}
+
+func (fixedAppender) AppendExt(w ExtWriter) ExtWriter {
+	w.Int("queueOffset", 1234567)
+	w.String("msgId", "7F00000100002A9F0000000000000000")
+	return w
 }
 
 // FuzzExtAppend: fields written by an appender encode exactly as the same fields in ExtFields.
