@@ -249,7 +249,17 @@ func (m *brokerMetrics) instrumentSend(w remoting.ResponseWriter) remoting.Respo
 	if !m.on {
 		return w
 	}
-	return &sendWriter{ResponseWriter: w, m: m, arrival: m.now()}
+	return m.instrumentSendIn(&sendWriter{}, w)
+}
+
+// instrumentSendIn is instrumentSend into sw, a zero sendWriter the caller allocated with
+// something else (a send's answer).
+func (m *brokerMetrics) instrumentSendIn(sw *sendWriter, w remoting.ResponseWriter) remoting.ResponseWriter {
+	if !m.on {
+		return w
+	}
+	sw.ResponseWriter, sw.m, sw.arrival = w, m, m.now()
+	return sw
 }
 
 // pullWriter counts a pull's answer under its result and observes arrival → answer, apart for

@@ -323,8 +323,13 @@ func bornHostOfString(w remoting.ResponseWriter) string {
 }
 
 func (b *Broker) handleSend(w remoting.ResponseWriter, req *remoting.Command) {
+	// Nothing of the request's ext map is used once the send is handled (its strings may be:
+	// they stay valid), so the next request's fields go into it.
+	defer req.ReleaseExt()
 	b.sends.Add(1)
-	w = b.metrics.instrumentSend(w)
+	// The answer (and the instrumented writer within it) is allocated once, up front.
+	ans := newSendAnswer(req)
+	w = b.metrics.instrumentSendIn(&ans.sw, w)
 	// One role view for the whole request: a send that passed the role check waits for the
 	// replication of the HA master it was appended under (closed by a demotion: not SEND_OK).
 	v := b.view()
@@ -337,7 +342,7 @@ func (b *Broker) handleSend(w remoting.ResponseWriter, req *remoting.Command) {
 		return
 	}
 	if req.Code == remoting.SendBatchMessage || h.batch {
-		b.sendBatch(v, w, req, &h)
+		b.sendBatch(v, w, req, &h, ans)
 		return
 	}
 	if len(req.Body) > b.cfg.MaxMessageSize {
@@ -416,7 +421,6 @@ func (b *Broker) handleSend(w remoting.ResponseWriter, req *remoting.Command) {
 		b.replyStoreError(w, req, err)
 		return
 	}
-	ans := newSendAnswer(req)
 	ans.msgID, ans.queueID, ans.queueOffset, ans.txID = res.MsgID, qid, res.QueueOffset, ps.uniq
 	b.complete(v, w, ans, res.EndOffset, ps.wait, arrival)
 }
@@ -447,7 +451,7 @@ func (b *Broker) specialSend(w remoting.ResponseWriter, req *remoting.Command, m
 	return true
 }
 
-func (b *Broker) sendBatch(v *roleView, w remoting.ResponseWriter, req *remoting.Command, h *sendHeader) {
+func (b *Broker) sendBatch(v *roleView, w remoting.ResponseWriter, req *remoting.Command, h *sendHeader, ans *sendAnswer) {
 	if b.refuseBatchTxn(w, req, h.sysFlag) {
 		return
 	}
@@ -516,7 +520,6 @@ func (b *Broker) sendBatch(v *roleView, w remoting.ResponseWriter, req *remoting
 	for i, r := range results {
 		ids[i] = r.MsgID
 	}
-	ans := newSendAnswer(req)
 	ans.msgID, ans.queueID, ans.queueOffset = strings.Join(ids, ","), qid, results[0].QueueOffset
 	b.complete(v, w, ans, results[len(results)-1].EndOffset, wait, arrival)
 }

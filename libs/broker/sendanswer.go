@@ -28,12 +28,13 @@ func (a mapAnswer) setOutcome(replicas int, flushKnown, flushed bool) {
 	}
 }
 
-// sendAnswer is the answer to a stored send: the response and its custom header in one
-// allocation, the header kept typed and written into the frame by AppendExt (no map, no
+// sendAnswer is the answer to a send: the response, its custom header and the send's
+// instrumented writer in one allocation, the header kept typed and written into the frame by AppendExt (no map, no
 // number strings). Its bytes are those the map of the same fields encodes to (the keys in
 // the sorted order the map encoder writes), TestSendAnswerBytes checks.
 type sendAnswer struct {
 	resp        remoting.Command
+	sw          sendWriter // the send's instrumented writer, when metrics are on
 	msgID       string
 	queueID     int32
 	queueOffset int64

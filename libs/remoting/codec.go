@@ -223,38 +223,50 @@ func readFrame(r io.Reader, buf []byte, maxFrame int) ([]byte, int64, error) {
 // Command. Both serialize types are accepted. The Command does not alias frame. Errors wrap
 // ErrMalformed.
 func DecodeFrame(frame []byte) (*Command, error) {
+	c := &Command{}
+	if err := decodeFrameInto(c, frame); err != nil {
+		return nil, err
+	}
+	return c, nil
+}
+
+// decodeFrameInto is DecodeFrame into c, a zero Command (the server's request, allocated
+// with its response writer); c is unspecified on error.
+func decodeFrameInto(c *Command, frame []byte) error {
 	if len(frame) < headerWordSize {
-		return nil, fmt.Errorf("%w: %d bytes, no header word", ErrMalformed, len(frame))
+		return fmt.Errorf("%w: %d bytes, no header word", ErrMalformed, len(frame))
 	}
 	word := binary.BigEndian.Uint32(frame)
 	typ := byte(word >> 24)
 	hlen := int(word & maxHeaderLen)
 	if hlen > len(frame)-headerWordSize {
-		return nil, fmt.Errorf("%w: header length %d exceeds frame of %d bytes", ErrMalformed, hlen, len(frame))
+		return fmt.Errorf("%w: header length %d exceeds frame of %d bytes", ErrMalformed, hlen, len(frame))
 	}
 	header := frame[headerWordSize : headerWordSize+hlen]
 	var (
-		c   *Command
-		err error
+		slow *Command
+		err  error
 	)
 	switch typ {
 	case SerializeJSON:
-		var ok bool
-		if c, ok = decodeJSONHeaderFast(header); !ok {
-			c, err = decodeJSONHeader(header)
+		if !decodeJSONHeaderFastInto(c, header) {
+			slow, err = decodeJSONHeader(header)
 		}
 	case SerializeRocketMQ:
-		c, err = decodeBinaryHeader(header)
+		slow, err = decodeBinaryHeader(header)
 	default:
-		return nil, fmt.Errorf("%w: unknown serialize type %d", ErrMalformed, typ)
+		return fmt.Errorf("%w: unknown serialize type %d", ErrMalformed, typ)
 	}
 	if err != nil {
-		return nil, err
+		return err
+	}
+	if slow != nil {
+		*c = *slow
 	}
 	if body := frame[headerWordSize+hlen:]; len(body) > 0 {
 		c.Body = append([]byte(nil), body...)
 	}
-	return c, nil
+	return nil
 }
 
 // binReader is a sticky-error big-endian reader over a binary header.

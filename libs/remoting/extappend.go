@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math"
 	"strconv"
+	"sync"
 )
 
 // Custom header fields written without a map
@@ -107,4 +108,39 @@ func appendExtFields(dst []byte, c *Command, bin bool) ([]byte, error) {
 		w = c.ExtAppend.AppendExt(w)
 	}
 	return w.dst, w.err
+}
+
+// Reusing decoded ext maps
+//
+// A decoded request's ExtFields is a map of up to a few dozen strings: for SEND_MESSAGE_V2's
+// fourteen fields, four allocations before the handler runs. A handler that is done with the
+// map when it returns (a send's handler reads its header, stores the message and keeps
+// nothing of the map) hands it back with ReleaseExt, and the next decoded request's fields go
+// into it. The strings themselves are never reused: a value the handler kept stays valid.
+
+// maxPooledExt is the largest map kept for reuse; a peer's header with more fields than
+// RocketMQ's longest does not keep a large map in the pool.
+const maxPooledExt = 32
+
+var extPool sync.Pool // of map[string]string, cleared
+
+// newExtMap returns a cleared map from the pool, or a new one sized for hint fields.
+func newExtMap(hint int) map[string]string {
+	if m, ok := extPool.Get().(map[string]string); ok {
+		return m
+	}
+	return make(map[string]string, hint)
+}
+
+// ReleaseExt hands c's ExtFields back for reuse by a later decoded command and sets it to nil.
+// Only for a command nothing reads or keeps the map of afterwards (a handler calls it as it
+// returns, when no goroutine it started uses the request); its strings stay valid.
+func (c *Command) ReleaseExt() {
+	m := c.ExtFields
+	c.ExtFields = nil
+	if m == nil || len(m) > maxPooledExt {
+		return
+	}
+	clear(m)
+	extPool.Put(m)
 }

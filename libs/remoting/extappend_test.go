@@ -123,3 +123,34 @@ func FuzzExtAppend(f *testing.F) {
 		checkExtAppend(t, code, remark, ext)
 	})
 }
+
+// TestReleaseExt: a released map comes back empty for the next decoded command, and the
+// strings the first command handed out stay as they were.
+func TestReleaseExt(t *testing.T) {
+	encode := func(ext map[string]string) []byte {
+		frame, err := EncodeFrame(nil, NewRequest(SendMessageV2, ext, []byte("body")))
+		require.NoError(t, err)
+		return frame[4:]
+	}
+	first, err := DecodeFrame(encode(map[string]string{"a": "pg", "b": "TopicA", "i": "TAGS\u0001x\u0002"}))
+	require.NoError(t, err)
+	topic := first.ExtFields["b"]
+	first.ReleaseExt()
+	require.Nil(t, first.ExtFields)
+	for i := 0; i < 3; i++ {
+		next, err := DecodeFrame(encode(map[string]string{"b": "TopicB"}))
+		require.NoError(t, err)
+		require.Equal(t, map[string]string{"b": "TopicB"}, next.ExtFields)
+		next.ReleaseExt()
+	}
+	require.Equal(t, "TopicA", topic)
+	var nothing Command
+	nothing.ReleaseExt() // no map: nothing to do
+	big := make(map[string]string, maxPooledExt+1)
+	for i := 0; i <= maxPooledExt; i++ {
+		big[strconv.Itoa(i)] = "v"
+	}
+	c := &Command{ExtFields: big}
+	c.ReleaseExt()
+	require.Len(t, big, maxPooledExt+1, "a map over the pooled size is left alone")
+}

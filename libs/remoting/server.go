@@ -521,7 +521,10 @@ func (c *ServerConn) readLoop() {
 			}
 			continue
 		}
-		cmd, err := DecodeFrame(f.data)
+		// The request and its response writer in one allocation.
+		r := &serverRequest{}
+		cmd := &r.cmd
+		err = decodeFrameInto(cmd, f.data)
 		if err != nil {
 			if !c.malformed(f.data, err) {
 				c.link.close(fmt.Errorf("%w: %w", ErrConnFailed, err))
@@ -538,8 +541,14 @@ func (c *ServerConn) readLoop() {
 			}
 			continue
 		}
-		c.dispatch(cmd, size)
+		c.dispatch(r, size)
 	}
+}
+
+// serverRequest is a request read by a connection and the writer of its answer.
+type serverRequest struct {
+	cmd Command
+	w   responseWriter
 }
 
 // establish reads the first byte and applies the TLS mode: it returns the bytes already read
@@ -683,8 +692,9 @@ func (c *ServerConn) busy(opaque int32, oneway bool) {
 	_ = c.link.send(resp, true)
 }
 
-func (c *ServerConn) dispatch(req *Command, size int64) {
+func (c *ServerConn) dispatch(r *serverRequest, size int64) {
 	s := c.srv
+	req := &r.cmd
 	h := (*s.handlers.Load())[req.Code]
 	if h == nil {
 		if !req.IsOneway() {
@@ -721,7 +731,7 @@ func (c *ServerConn) dispatch(req *Command, size int64) {
 		c.busy(req.Opaque, req.IsOneway())
 		return
 	}
-	j := job{h: h, req: req, size: size}
+	j := job{h: h, req: r, size: size}
 	select {
 	case c.work <- j: // an idle worker of this connection takes it
 	default:
@@ -733,7 +743,7 @@ func (c *ServerConn) dispatch(req *Command, size int64) {
 // job is one admitted request waiting for a worker.
 type job struct {
 	h    Handler
-	req  *Command
+	req  *serverRequest
 	size int64
 }
 
@@ -762,9 +772,11 @@ func (c *ServerConn) worker(j job) {
 	}
 }
 
-func (c *ServerConn) serve(h Handler, req *Command, size int64) {
+func (c *ServerConn) serve(h Handler, r *serverRequest, size int64) {
 	defer func() { <-c.sem }()
-	w := &responseWriter{conn: c, opaque: req.Opaque, oneway: req.IsOneway(), charge: size}
+	req := &r.cmd
+	w := &r.w
+	w.conn, w.opaque, w.oneway, w.charge = c, req.Opaque, req.IsOneway(), size
 	if w.oneway {
 		defer c.releaseRequest(size) // nothing will be written
 	}
