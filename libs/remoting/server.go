@@ -747,24 +747,46 @@ type job struct {
 	size int64
 }
 
-// maxIdleWorkers is how many finished workers a connection keeps waiting for its next request.
-// A request never waits for a busy one (a SYNC send waiting for its slave must not hold up the
-// next request): when none is idle the reader starts another, up to MaxInflightPerConn running.
+// maxIdleWorkers is how many finished workers a connection keeps waiting for its next request
+// for as long as it is open. A request never waits for a busy one (a handler that blocks, a
+// forwarded call waiting for a consumer, must not hold up the next request): when none is idle
+// the reader starts another, up to MaxInflightPerConn running.
 const maxIdleWorkers = 8
 
-// worker serves j, then further requests of the connection while it stays open and no more
-// than maxIdleWorkers others are idle: a goroutine per request without starting one each time.
+// workerLinger is how long a finished worker beyond maxIdleWorkers waits for another request
+// before it exits. A pipelining client (64 sends in flight) keeps a few dozen requests in the
+// server at once; its workers finish in bursts, and workers that left at once meant a new
+// goroutine for nearly every request. Lingering ones are taken by the next burst instead.
+const workerLinger = time.Second
+
+// worker serves j, then further requests of the connection while it stays open: the first
+// maxIdleWorkers idle ones wait as long as it does, more wait workerLinger. A goroutine per
+// request without starting one each time.
 func (c *ServerConn) worker(j job) {
 	defer c.srv.wg.Done()
+	var linger *time.Timer
+	defer func() {
+		if linger != nil {
+			linger.Stop()
+		}
+	}()
 	for {
 		c.serve(j.h, j.req, j.size)
+		var expire <-chan time.Time
 		if c.idle.Add(1) > maxIdleWorkers {
-			c.idle.Add(-1)
-			return
+			if linger == nil {
+				linger = time.NewTimer(workerLinger)
+			} else {
+				linger.Reset(workerLinger)
+			}
+			expire = linger.C
 		}
 		select {
 		case j = <-c.work:
 			c.idle.Add(-1)
+		case <-expire:
+			c.idle.Add(-1)
+			return
 		case <-c.ctx.Done():
 			c.idle.Add(-1)
 			return

@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"io"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -59,6 +61,10 @@ type perfRun struct {
 // the same run (interleaved, median of 3) and prints msg/s and CPU µs per message of the master,
 // the slave and the bench process. It runs only when RMQHA_PERF_BINS names the builds, e.g.
 // RMQHA_PERF_BINS=base=/tmp/bin-main,new=$PWD/bin; RMQHA_PERF_SECONDS sets each run's length.
+// RMQHA_PERF_PROFILE=DIR also turns on httpPprofEnable on the masters and saves, for each build
+// and setting, a CPU and an allocation profile of the master taken during the first run
+// (DIR/ROLE-SETTING-LABEL.cpu.pprof, and .allocs-before.pprof and .allocs.pprof to read with
+// pprof -base for the allocations of the run alone).
 func TestPerfCompare(t *testing.T) {
 	spec := os.Getenv("RMQHA_PERF_BINS")
 	if spec == "" {
@@ -75,6 +81,7 @@ func TestPerfCompare(t *testing.T) {
 	if v := os.Getenv("RMQHA_PERF_SECONDS"); v != "" {
 		secs, _ = strconv.Atoi(v)
 	}
+	profDir := os.Getenv("RMQHA_PERF_PROFILE")
 	roles := []string{"ASYNC_MASTER", "SYNC_MASTER"}
 	if v := os.Getenv("RMQHA_PERF_ROLES"); v != "" {
 		roles = strings.Split(v, ",")
@@ -95,6 +102,9 @@ func TestPerfCompare(t *testing.T) {
 			gc.MasterRole = role
 			gc.MappedFileSizeCommitLog = 256 << 20
 			gc.BinDir = b.dir
+			if profDir != "" {
+				gc.ExtraMaster = append(gc.ExtraMaster, "httpPprofEnable=true")
+			}
 			groups[i] = e2e.StartGroup(t, gc)
 		}
 		for _, st := range settings {
@@ -108,7 +118,14 @@ func TestPerfCompare(t *testing.T) {
 					if benchHasFlag(bin, "cpu-pids") {
 						args = append(args, "-cpu-pids", fmt.Sprintf("master=%d,slave=%d", g.Master.PID(), g.Slave.PID()))
 					}
+					var prof func()
+					if profDir != "" && rep == 0 {
+						prof = startProfile(t, g.MasterHTTP, filepath.Join(profDir, fmt.Sprintf("%s-%s-%s", role, st.name, b.label)), secs)
+					}
 					runs[i] = append(runs[i], perfOnce(t, bin, args, g.Master, g.Slave))
+					if prof != nil {
+						prof()
+					}
 				}
 			}
 			for i, b := range builds {
@@ -175,4 +192,41 @@ func perfOnce(t *testing.T, bin string, args []string, master, slave *harness.Pr
 		}
 	}
 	return r
+}
+
+// startProfile starts a CPU profile of secs-1 seconds on a broker's status port, with its
+// allocation counts read before; the returned function waits for the profile and saves it
+// with the allocation counts before and after.
+func startProfile(t *testing.T, statusAddr, prefix string, secs int) func() {
+	t.Helper()
+	get := func(path string) ([]byte, error) {
+		resp, err := http.Get("http://" + statusAddr + path)
+		if err != nil {
+			return nil, err
+		}
+		defer resp.Body.Close()
+		if resp.StatusCode != http.StatusOK {
+			return nil, fmt.Errorf("%s: %s", path, resp.Status)
+		}
+		return io.ReadAll(resp.Body)
+	}
+	before, err := get("/debug/pprof/allocs")
+	require.NoError(t, err)
+	done := make(chan []byte, 1)
+	go func() {
+		cpu, err := get(fmt.Sprintf("/debug/pprof/profile?seconds=%d", max(secs-1, 1)))
+		if err != nil {
+			t.Logf("cpu profile of %s: %v", statusAddr, err)
+		}
+		done <- cpu
+	}()
+	return func() {
+		cpu := <-done
+		after, err := get("/debug/pprof/allocs")
+		require.NoError(t, err)
+		require.NoError(t, os.WriteFile(prefix+".cpu.pprof", cpu, 0o644))
+		require.NoError(t, os.WriteFile(prefix+".allocs-before.pprof", before, 0o644))
+		require.NoError(t, os.WriteFile(prefix+".allocs.pprof", after, 0o644))
+		t.Logf("profiles of %s in %s.{cpu,allocs,allocs-before}.pprof (go tool pprof -base ...allocs-before.pprof ...allocs.pprof)", statusAddr, prefix)
+	}
 }
