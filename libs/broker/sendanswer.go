@@ -77,3 +77,30 @@ func (a *sendAnswer) AppendExt(w remoting.ExtWriter) remoting.ExtWriter {
 	}
 	return w
 }
+
+// pullAnswer is a pull's answer: PullMessageResponseHeader's fields kept typed and written by
+// AppendExt in the sorted key order the map encoder gives them (TestPullAnswerBytes).
+type pullAnswer struct {
+	resp                    remoting.Command
+	next, min, max, suggest int64
+}
+
+func newPullAnswer(req *remoting.Command, code int32, remark string) *pullAnswer {
+	a := &pullAnswer{resp: remoting.Command{
+		Code: code, Language: remoting.LanguageGo, Version: remoting.VersionV4_9_8,
+		Flag: remoting.FlagResponse, Opaque: req.Opaque, Remark: remark,
+	}}
+	a.resp.ExtAppend = a
+	return a
+}
+
+func (a *pullAnswer) command() *remoting.Command { return &a.resp }
+
+// AppendExt writes maxOffset, minOffset, nextBeginOffset and suggestWhichBrokerId.
+func (a *pullAnswer) AppendExt(w remoting.ExtWriter) remoting.ExtWriter {
+	w.Int("maxOffset", a.max)
+	w.Int("minOffset", a.min)
+	w.Int("nextBeginOffset", a.next)
+	w.Int("suggestWhichBrokerId", a.suggest)
+	return w
+}

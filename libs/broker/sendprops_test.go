@@ -199,3 +199,23 @@ func FuzzTagsCodeBytes(f *testing.F) {
 		checkTagsCodeBytes(t, topic, props, ts)
 	})
 }
+
+// TestPullAnswerBytes: a pull's typed answer encodes to the bytes of the map-based response.
+func TestPullAnswerBytes(t *testing.T) {
+	req := &remoting.Command{Code: remoting.PullMessage, Opaque: 9}
+	for _, code := range []int32{remoting.Success, remoting.PullNotFound, remoting.PullOffsetMoved} {
+		a := newPullAnswer(req, code, "NO_MATCHED_MESSAGE")
+		a.next, a.min, a.max, a.suggest = 1234, -1, 1<<50, 1
+		want := remoting.NewResponse(req, code, "NO_MATCHED_MESSAGE")
+		want.Flag = remoting.FlagResponse
+		want.ExtFields["nextBeginOffset"] = "1234"
+		want.ExtFields["minOffset"] = "-1"
+		want.ExtFields["maxOffset"] = strconv.FormatInt(1<<50, 10)
+		want.ExtFields["suggestWhichBrokerId"] = "1"
+		wantFrame, err := remoting.EncodeFrame(nil, want)
+		require.NoError(t, err)
+		gotFrame, err := remoting.EncodeFrame(nil, a.command())
+		require.NoError(t, err)
+		require.Equal(t, string(wantFrame), string(gotFrame))
+	}
+}
