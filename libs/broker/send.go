@@ -195,11 +195,7 @@ func bornHostOf(w remoting.ResponseWriter) netip.AddrPort {
 	if w == nil || w.Conn() == nil {
 		return netip.AddrPort{}
 	}
-	ap, err := netip.ParseAddrPort(w.Conn().RemoteAddr())
-	if err != nil {
-		return netip.AddrPort{}
-	}
-	return netip.AddrPortFrom(ap.Addr().Unmap(), ap.Port())
+	return w.Conn().RemoteAddrPort()
 }
 
 // refuseWrite answers a write on a broker that cannot take one; it reports whether it did.
@@ -549,7 +545,11 @@ func (b *Broker) complete(v *roleView, w remoting.ResponseWriter, ans storedAnsw
 		_ = w.Write(ans.command())
 		return
 	}
-	p := &pendingSend{w: w, ans: ans, arrival: arrival}
+	p := ans.pending()
+	if p == nil {
+		p = &pendingSend{}
+	}
+	*p = pendingSend{w: w, ans: ans, arrival: arrival}
 	if syncFlush {
 		p.flush = b.store.WaitFlush(endOffset, arrival.Add(b.cfg.SyncFlushTimeout))
 	}

@@ -10,6 +10,8 @@ import (
 // are known: a send's typed one, or a reply's map-based response.
 type storedAnswer interface {
 	command() *remoting.Command
+	// pending is where the answer's wait is kept if it has to wait (nil: allocate one).
+	pending() *pendingSend
 	// setOutcome records the copies confirmed and, when flushKnown, whether the message is on
 	// disk.
 	setOutcome(replicas int, flushKnown, flushed bool)
@@ -20,6 +22,8 @@ type mapAnswer struct{ resp *remoting.Command }
 
 func (a mapAnswer) command() *remoting.Command { return a.resp }
 
+func (a mapAnswer) pending() *pendingSend { return nil }
+
 func (a mapAnswer) setOutcome(replicas int, flushKnown, flushed bool) {
 	a.resp.ExtFields["stored"] = "true"
 	a.resp.ExtFields["replicas"] = strconv.Itoa(replicas)
@@ -28,13 +32,14 @@ func (a mapAnswer) setOutcome(replicas int, flushKnown, flushed bool) {
 	}
 }
 
-// sendAnswer is the answer to a send: the response, its custom header and the send's
-// instrumented writer in one allocation, the header kept typed and written into the frame by AppendExt (no map, no
+// sendAnswer is the answer to a send: the response, its custom header, the send's
+// instrumented writer and its wait in one allocation, the header kept typed and written into the frame by AppendExt (no map, no
 // number strings). Its bytes are those the map of the same fields encodes to (the keys in
 // the sorted order the map encoder writes), TestSendAnswerBytes checks.
 type sendAnswer struct {
 	resp        remoting.Command
-	sw          sendWriter // the send's instrumented writer, when metrics are on
+	sw          sendWriter  // the send's instrumented writer, when metrics are on
+	wait        pendingSend // the send's flush and replication wait, when it has one
 	msgID       string
 	queueID     int32
 	queueOffset int64
@@ -54,6 +59,8 @@ func newSendAnswer(req *remoting.Command) *sendAnswer {
 }
 
 func (a *sendAnswer) command() *remoting.Command { return &a.resp }
+
+func (a *sendAnswer) pending() *pendingSend { return &a.wait }
 
 func (a *sendAnswer) setOutcome(replicas int, flushKnown, flushed bool) {
 	a.replicas, a.flushKnown, a.flushed = replicas, flushKnown, flushed

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"net/netip"
 	"runtime/debug"
 	"sync"
 	"sync/atomic"
@@ -358,13 +359,16 @@ type ServerConn struct {
 	srv    *Server
 	id     uint64
 	remote string
-	link   *link
-	sem    chan struct{}
-	ctx    context.Context
-	cancel context.CancelFunc
-	log    logrus.FieldLogger
-	open   *atomic.Int64 // the listener's connection count
-	tls    atomic.Bool
+	// remoteAP is remote parsed once (IPv4-mapped addresses unmapped), for handlers that
+	// need it per request (a message's born host).
+	remoteAP netip.AddrPort
+	link     *link
+	sem      chan struct{}
+	ctx      context.Context
+	cancel   context.CancelFunc
+	log      logrus.FieldLogger
+	open     *atomic.Int64 // the listener's connection count
+	tls      atomic.Bool
 	// work hands requests to idle workers (unbuffered: a send succeeds only when one waits);
 	// idle counts them.
 	work chan job
@@ -391,6 +395,9 @@ func (s *Server) startConn(nc net.Conn, open *atomic.Int64) {
 		ctx:    ctx,
 		cancel: cancel,
 		open:   open,
+	}
+	if ap, err := netip.ParseAddrPort(c.remote); err == nil {
+		c.remoteAP = netip.AddrPortFrom(ap.Addr().Unmap(), ap.Port())
 	}
 	c.log = s.log.WithFields(logrus.Fields{"peer": c.remote, "conn": c.id})
 	s.mu.Lock()
@@ -450,6 +457,10 @@ func (c *ServerConn) releaseAll() {
 
 // RemoteAddr is the peer's "ip:port".
 func (c *ServerConn) RemoteAddr() string { return c.remote }
+
+// RemoteAddrPort is the peer's address with an IPv4-mapped IPv6 address unmapped; zero when
+// the peer's address is not an IP and port.
+func (c *ServerConn) RemoteAddrPort() netip.AddrPort { return c.remoteAP }
 
 // ID is unique per Server for the life of the process.
 func (c *ServerConn) ID() uint64 { return c.id }
