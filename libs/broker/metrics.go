@@ -249,16 +249,16 @@ func (m *brokerMetrics) instrumentSend(w remoting.ResponseWriter) remoting.Respo
 	if !m.on {
 		return w
 	}
-	return m.instrumentSendIn(&sendWriter{}, w)
+	return m.instrumentSendIn(&sendWriter{}, w, m.now())
 }
 
 // instrumentSendIn is instrumentSend into sw, a zero sendWriter the caller allocated with
-// something else (a send's answer).
-func (m *brokerMetrics) instrumentSendIn(sw *sendWriter, w remoting.ResponseWriter) remoting.ResponseWriter {
+// something else (a send's answer), for a send that arrived at arrival.
+func (m *brokerMetrics) instrumentSendIn(sw *sendWriter, w remoting.ResponseWriter, arrival time.Time) remoting.ResponseWriter {
 	if !m.on {
 		return w
 	}
-	sw.ResponseWriter, sw.m, sw.arrival = w, m, m.now()
+	sw.ResponseWriter, sw.m, sw.arrival = w, m, arrival
 	return sw
 }
 

@@ -325,7 +325,9 @@ func (b *Broker) handleSend(w remoting.ResponseWriter, req *remoting.Command) {
 	b.sends.Add(1)
 	// The answer (and the instrumented writer within it) is allocated once, up front.
 	ans := newSendAnswer(req)
-	w = b.metrics.instrumentSendIn(&ans.sw, w)
+	// One clock read for the answer's latency and the waits' deadlines.
+	arrival := b.now()
+	w = b.metrics.instrumentSendIn(&ans.sw, w, arrival)
 	// One role view for the whole request: a send that passed the role check waits for the
 	// replication of the HA master it was appended under (closed by a demotion: not SEND_OK).
 	v := b.view()
@@ -338,7 +340,7 @@ func (b *Broker) handleSend(w remoting.ResponseWriter, req *remoting.Command) {
 		return
 	}
 	if req.Code == remoting.SendBatchMessage || h.batch {
-		b.sendBatch(v, w, req, &h, ans)
+		b.sendBatch(v, w, req, &h, ans, arrival)
 		return
 	}
 	if len(req.Body) > b.cfg.MaxMessageSize {
@@ -397,7 +399,6 @@ func (b *Broker) handleSend(w remoting.ResponseWriter, req *remoting.Command) {
 			return
 		}
 	}
-	arrival := b.now()
 	msg := &commitlog.Message{
 		Topic:          topic,
 		QueueID:        qid,
@@ -447,7 +448,7 @@ func (b *Broker) specialSend(w remoting.ResponseWriter, req *remoting.Command, m
 	return true
 }
 
-func (b *Broker) sendBatch(v *roleView, w remoting.ResponseWriter, req *remoting.Command, h *sendHeader, ans *sendAnswer) {
+func (b *Broker) sendBatch(v *roleView, w remoting.ResponseWriter, req *remoting.Command, h *sendHeader, ans *sendAnswer, arrival time.Time) {
 	if b.refuseBatchTxn(w, req, h.sysFlag) {
 		return
 	}
@@ -479,7 +480,6 @@ func (b *Broker) sendBatch(v *roleView, w remoting.ResponseWriter, req *remoting
 			return
 		}
 	}
-	arrival := b.now()
 	born := bornHostOf(w)
 	wait := true
 	msgs := make([]*commitlog.Message, len(members))
