@@ -22,10 +22,11 @@ import (
 )
 
 // procSample is what /proc says about one process: CPU time (utime+stime) and the read and
-// write syscalls it made (/proc/PID/io syscr+syscw).
+// write syscalls it made (/proc/PID/io syscr+syscw; reads are syscr alone).
 type procSample struct {
 	cpu      time.Duration
 	syscalls int64
+	reads    int64
 }
 
 func sampleProc(pid int) (procSample, error) {
@@ -40,6 +41,9 @@ func sampleProc(pid int) (procSample, error) {
 			if ok && (k == "syscr" || k == "syscw") {
 				n, _ := strconv.ParseInt(strings.TrimSpace(v), 10, 64)
 				s.syscalls += n
+				if k == "syscr" {
+					s.reads = n
+				}
 			}
 		}
 	}
@@ -54,6 +58,7 @@ type perfRun struct {
 	masterUS, slaveUS float64 // CPU µs per message
 	benchUS           float64
 	masterSys         float64 // read+write syscalls per message on the master
+	masterReads       float64 // of which reads
 	line              string  // the bench's own cpu/alloc line, when it prints one
 }
 
@@ -94,7 +99,7 @@ func TestPerfCompare(t *testing.T) {
 		{"inflight=1", []string{"-producers", "1", "-mode", "sync"}},
 	}
 	var report strings.Builder
-	fmt.Fprintf(&report, "%-12s %-11s %-6s %9s %10s %10s %10s %10s\n", "role", "setting", "build", "msg/s", "master_us", "slave_us", "bench_us", "master_sc")
+	fmt.Fprintf(&report, "%-12s %-11s %-6s %9s %10s %10s %10s %10s %10s\n", "role", "setting", "build", "msg/s", "master_us", "slave_us", "bench_us", "master_sc", "master_rd")
 	for _, role := range roles {
 		groups := make([]*e2e.Group, len(builds))
 		for i, b := range builds {
@@ -137,10 +142,11 @@ func TestPerfCompare(t *testing.T) {
 					slices.Sort(v)
 					return v[len(v)/2]
 				}
-				fmt.Fprintf(&report, "%-12s %-11s %-6s %9.0f %10.2f %10.2f %10.2f %10.2f  %s\n", role, st.name, b.label,
+				fmt.Fprintf(&report, "%-12s %-11s %-6s %9.0f %10.2f %10.2f %10.2f %10.2f %10.2f  %s\n", role, st.name, b.label,
 					med(func(r perfRun) float64 { return r.rate }), med(func(r perfRun) float64 { return r.masterUS }),
 					med(func(r perfRun) float64 { return r.slaveUS }), med(func(r perfRun) float64 { return r.benchUS }),
-					med(func(r perfRun) float64 { return r.masterSys }), runs[i][len(runs[i])-1].line)
+					med(func(r perfRun) float64 { return r.masterSys }), med(func(r perfRun) float64 { return r.masterReads }),
+					runs[i][len(runs[i])-1].line)
 			}
 		}
 		for _, g := range groups {
@@ -180,11 +186,12 @@ func perfOnce(t *testing.T, bin string, args []string, master, slave *harness.Pr
 	secs, _ := strconv.ParseFloat(sm[2], 64)
 	require.Positive(t, n, out.String())
 	r := perfRun{
-		rate:      n / secs,
-		masterUS:  float64((m1.cpu - m0.cpu).Microseconds()) / n,
-		slaveUS:   float64((s1.cpu - s0.cpu).Microseconds()) / n,
-		benchUS:   float64((cmd.ProcessState.UserTime() + cmd.ProcessState.SystemTime()).Microseconds()) / n,
-		masterSys: float64(m1.syscalls-m0.syscalls) / n,
+		rate:        n / secs,
+		masterUS:    float64((m1.cpu - m0.cpu).Microseconds()) / n,
+		slaveUS:     float64((s1.cpu - s0.cpu).Microseconds()) / n,
+		benchUS:     float64((cmd.ProcessState.UserTime() + cmd.ProcessState.SystemTime()).Microseconds()) / n,
+		masterSys:   float64(m1.syscalls-m0.syscalls) / n,
+		masterReads: float64(m1.reads-m0.reads) / n,
 	}
 	for _, line := range strings.Split(out.String(), "\n") {
 		if strings.HasPrefix(line, "allocs:") {

@@ -166,6 +166,7 @@ func (p *rawProducer) invoke(ctx context.Context, addr string, req *remoting.Com
 		return
 	}
 	status, err := sendStatus(resp)
+	resp.ReleaseExt() // only the code and remark are read: the next answer's fields go into its map
 	p.st.sendDone(status, time.Since(start), err)
 }
 
