@@ -154,3 +154,8 @@ func TestReleaseExt(t *testing.T) {
 	c.ReleaseExt()
 	require.Len(t, big, maxPooledExt+1, "a map over the pooled size is left alone")
 }
+
+func TestCommandStringShowsAppendedFields(t *testing.T) {
+	c := &Command{Code: Success, Flag: FlagResponse, ExtAppend: fixedAppender{}}
+	require.Contains(t, c.String(), `ext=map[]+{"queueOffset":"1234567","msgId":"7F00000100002A9F0000000000000000"}`)
+}
