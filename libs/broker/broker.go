@@ -31,6 +31,8 @@ type Broker struct {
 	cfg Config
 	log logrus.FieldLogger
 	now func() time.Time
+	// clusterPair is the CLUSTER property every stored message carries, serialised once.
+	clusterPair string
 
 	store   *commitlog.Store
 	tables  *meta.Tables
@@ -179,6 +181,7 @@ func New(cfg Config, logger logrus.FieldLogger) (*Broker, error) {
 		claimRepeat: claimWarnRepeat,
 		claimEvery:  claimCheckEvery,
 		haSecret:    haSecret,
+		clusterPair: clusterPairOf(cfg.BrokerClusterName),
 	}
 	if err := b.resolveTLS(); err != nil {
 		return nil, err
@@ -308,12 +311,13 @@ func (b *Broker) start() error {
 	delayTags := schedule.TagsCodeObserving(b.levels, b.delivered)
 	// Delivered timer copies tell a replica how far its master got (b.timers is set right
 	// after the store opens, before anything is served).
-	scfg.TagsCode = func(topic string, props map[string]string, storeTimestamp int64) int64 {
+	tagsCode := func(topic string, props map[string]string, storeTimestamp int64) int64 {
 		if t := b.timerObs.Load(); t != nil {
 			t.Observe(topic, props)
 		}
 		return delayTags(topic, props, storeTimestamp)
 	}
+	scfg.TagsCodeBytes = tagsCodeBytes(tagsCode)
 	if cfg.StoreFS != nil {
 		scfg.FS = cfg.StoreFS
 	}

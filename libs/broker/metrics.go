@@ -258,7 +258,17 @@ func (m *brokerMetrics) instrumentSend(w remoting.ResponseWriter) remoting.Respo
 	if !m.on {
 		return w
 	}
-	return &sendWriter{ResponseWriter: w, m: m, arrival: m.now()}
+	return m.instrumentSendIn(&sendWriter{}, w, m.now())
+}
+
+// instrumentSendIn is instrumentSend into sw, a zero sendWriter the caller allocated with
+// something else (a send's answer), for a send that arrived at arrival.
+func (m *brokerMetrics) instrumentSendIn(sw *sendWriter, w remoting.ResponseWriter, arrival time.Time) remoting.ResponseWriter {
+	if !m.on {
+		return w
+	}
+	sw.ResponseWriter, sw.m, sw.arrival = w, m, arrival
+	return sw
 }
 
 // pullWriter counts a pull's answer under its result and observes arrival → answer, apart for

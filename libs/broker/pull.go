@@ -197,14 +197,14 @@ func (b *Broker) executePull(pr *pullRequest, allowHold bool) {
 			return
 		}
 	}
-	resp := remoting.NewResponse(pr.req, code, res.Status.String())
-	if code == remoting.Success {
-		resp.Remark = ""
+	remark := ""
+	if code != remoting.Success {
+		remark = res.Status.String()
 	}
-	resp.ExtFields["nextBeginOffset"] = strconv.FormatInt(next, 10)
-	resp.ExtFields["minOffset"] = strconv.FormatInt(res.MinOffset, 10)
-	resp.ExtFields["maxOffset"] = strconv.FormatInt(res.MaxOffset, 10)
-	resp.ExtFields["suggestWhichBrokerId"] = strconv.FormatInt(b.suggestBroker(pr, &res, notYet), 10)
+	ans := newPullAnswer(pr.req, code, remark)
+	ans.next, ans.min, ans.max = next, res.MinOffset, res.MaxOffset
+	ans.suggest = b.suggestBroker(pr, &res, notYet)
+	resp := &ans.resp
 	if code == remoting.Success {
 		n := 0
 		for _, r := range res.Records {

@@ -7,7 +7,6 @@ import (
 	"math"
 	"math/rand/v2"
 	"net/netip"
-	"strconv"
 	"strings"
 	"time"
 
@@ -65,63 +64,74 @@ var v2Names = map[string]string{
 	"j": "reconsumeTimes", "k": "unitMode", "l": "maxReconsumeTimes", "m": "batch", "n": "bname",
 }
 
-func decodeSendHeader(req *remoting.Command) (sendHeader, error) {
-	ext := req.ExtFields
-	if req.Code == remoting.SendMessageV2 || req.Code == remoting.SendBatchMessage {
-		if _, short := ext["b"]; short {
-			long := make(map[string]string, len(ext))
-			for k, v := range ext {
-				if n, ok := v2Names[k]; ok {
-					long[n] = v
-				} else {
-					long[k] = v
-				}
-			}
-			ext = long
+// sendExtReader reads a send header's fields by their long name, or by the short one for a
+// SEND_MESSAGE_V2 header, straight from the request's ext fields: no renamed copy of the map.
+// A short name wins over a long one present in the same header. The first bad number is kept.
+type sendExtReader struct {
+	ext   map[string]string
+	short bool
+	err   error
+}
+
+func (r *sendExtReader) get(long, short string) (string, bool) {
+	if r.short {
+		if v, ok := r.ext[short]; ok {
+			return v, true
 		}
+	}
+	v, ok := r.ext[long]
+	return v, ok
+}
+
+// num parses a field with its width in Java's SendMessageRequestHeader and checks it against
+// the values it can mean.
+func (r *sendExtReader) num(long, short string, required bool, bits int, lo, hi int64) int64 {
+	s, ok := r.get(long, short)
+	if !ok || strings.TrimSpace(s) == "" {
+		if required && r.err == nil {
+			r.err = fmt.Errorf("%w: ext %s missing", ErrBadRequest, long)
+		}
+		return 0
+	}
+	v, err := remoting.ParseExtInt(long, s, bits, lo, hi)
+	if err != nil && r.err == nil {
+		r.err = fmt.Errorf("%w: %w", ErrBadRequest, err)
+	}
+	return v
+}
+
+func decodeSendHeader(req *remoting.Command) (sendHeader, error) {
+	r := sendExtReader{ext: req.ExtFields}
+	if req.Code == remoting.SendMessageV2 || req.Code == remoting.SendBatchMessage {
+		_, r.short = r.ext["b"]
 	}
 	var h sendHeader
-	var err error
-	// Every numeric field is parsed with its width in Java's SendMessageRequestHeader and
-	// checked against the values it can mean; the first bad one refuses the request
-	// (SYSTEM_ERROR, as RocketMQ answers a header it cannot decode).
-	num := func(key string, required bool, bits int, lo, hi int64) int64 {
-		s, ok := ext[key]
-		if !ok || strings.TrimSpace(s) == "" {
-			if required && err == nil {
-				err = fmt.Errorf("%w: ext %s missing", ErrBadRequest, key)
-			}
-			return 0
-		}
-		v, perr := remoting.ParseExtInt(key, s, bits, lo, hi)
-		if perr != nil && err == nil {
-			err = fmt.Errorf("%w: %w", ErrBadRequest, perr)
-		}
-		return v
-	}
-	h.producerGroup = ext["producerGroup"]
-	h.topic = ext["topic"]
+	// Every numeric field is checked; the first bad one refuses the request (SYSTEM_ERROR, as
+	// RocketMQ answers a header it cannot decode).
+	h.producerGroup, _ = r.get("producerGroup", "a")
+	h.topic, _ = r.get("topic", "b")
 	if h.topic == "" {
 		return h, fmt.Errorf("%w: ext topic missing", ErrBadRequest)
 	}
-	h.defaultTopic = ext["defaultTopic"]
-	h.defaultQueueNums = int32(num("defaultTopicQueueNums", false, 32, math.MinInt32, math.MaxInt32))
+	h.defaultTopic, _ = r.get("defaultTopic", "c")
+	h.defaultQueueNums = int32(r.num("defaultTopicQueueNums", "d", false, 32, math.MinInt32, math.MaxInt32))
 	// Negative: any writable queue (RocketMQ's rule); beyond the topic's queues: refused later.
-	h.queueID = int32(num("queueId", true, 32, math.MinInt32, math.MaxInt32))
-	h.sysFlag = int32(num("sysFlag", false, 32, 0, math.MaxInt32))
-	h.bornTimestamp = num("bornTimestamp", false, 64, math.MinInt64, math.MaxInt64)
-	h.flag = int32(num("flag", false, 32, math.MinInt32, math.MaxInt32))
-	h.properties = ext["properties"]
-	h.reconsumeTimes = int32(num("reconsumeTimes", false, 32, 0, math.MaxInt32))
-	if strings.TrimSpace(ext["maxReconsumeTimes"]) != "" {
-		h.maxReconsumeTimes = int32(num("maxReconsumeTimes", false, 32, 0, math.MaxInt32))
+	h.queueID = int32(r.num("queueId", "e", true, 32, math.MinInt32, math.MaxInt32))
+	h.sysFlag = int32(r.num("sysFlag", "f", false, 32, 0, math.MaxInt32))
+	h.bornTimestamp = r.num("bornTimestamp", "g", false, 64, math.MinInt64, math.MaxInt64)
+	h.flag = int32(r.num("flag", "h", false, 32, math.MinInt32, math.MaxInt32))
+	h.properties, _ = r.get("properties", "i")
+	h.reconsumeTimes = int32(r.num("reconsumeTimes", "j", false, 32, 0, math.MaxInt32))
+	if v, _ := r.get("maxReconsumeTimes", "l"); strings.TrimSpace(v) != "" {
+		h.maxReconsumeTimes = int32(r.num("maxReconsumeTimes", "l", false, 32, 0, math.MaxInt32))
 		h.hasMaxReconsume = true
 	}
-	h.batch = strings.EqualFold(ext["batch"], "true")
+	batch, _ := r.get("batch", "m")
+	h.batch = strings.EqualFold(batch, "true")
 	if h.defaultQueueNums <= 0 {
 		h.defaultQueueNums = 4
 	}
-	return h, err
+	return h, r.err
 }
 
 // batchMember is one message of a SEND_BATCH_MESSAGE body (§4.5).
@@ -185,11 +195,7 @@ func bornHostOf(w remoting.ResponseWriter) netip.AddrPort {
 	if w == nil || w.Conn() == nil {
 		return netip.AddrPort{}
 	}
-	ap, err := netip.ParseAddrPort(w.Conn().RemoteAddr())
-	if err != nil {
-		return netip.AddrPort{}
-	}
-	return netip.AddrPortFrom(ap.Addr().Unmap(), ap.Port())
+	return w.Conn().RemoteAddrPort()
 }
 
 // refuseWrite answers a write on a broker that cannot take one; it reports whether it did.
@@ -313,8 +319,15 @@ func bornHostOfString(w remoting.ResponseWriter) string {
 }
 
 func (b *Broker) handleSend(w remoting.ResponseWriter, req *remoting.Command) {
+	// Nothing of the request's ext map is used once the send is handled (its strings may be:
+	// they stay valid), so the next request's fields go into it.
+	defer req.ReleaseExt()
 	b.sends.Add(1)
-	w = b.metrics.instrumentSend(w)
+	// The answer (and the instrumented writer within it) is allocated once, up front.
+	ans := newSendAnswer(req)
+	// One clock read for the answer's latency and the waits' deadlines.
+	arrival := b.now()
+	w = b.metrics.instrumentSendIn(&ans.sw, w, arrival)
 	// One role view for the whole request: a send that passed the role check waits for the
 	// replication of the HA master it was appended under (closed by a demotion: not SEND_OK).
 	v := b.view()
@@ -327,7 +340,7 @@ func (b *Broker) handleSend(w remoting.ResponseWriter, req *remoting.Command) {
 		return
 	}
 	if req.Code == remoting.SendBatchMessage || h.batch {
-		b.sendBatch(v, w, req, &h)
+		b.sendBatch(v, w, req, &h, ans, arrival)
 		return
 	}
 	if len(req.Body) > b.cfg.MaxMessageSize {
@@ -342,7 +355,14 @@ func (b *Broker) handleSend(w remoting.ResponseWriter, req *remoting.Command) {
 		b.reply(w, req, remoting.NoPermission, "the topic["+h.topic+"] sending message is forbidden")
 		return
 	}
-	props, pm, wait := b.fixProperties(h.properties)
+	// A plain message (the usual case) is stored without parsing its properties into a map.
+	ps, plain := b.plainProperties(h.properties)
+	var pm map[string]string
+	if !plain || txn.IsHalfSend(nil, h.sysFlag) {
+		plain = false
+		ps.props, pm, ps.wait = b.fixProperties(h.properties)
+		ps.uniq = pm[propUniqKey]
+	}
 	topic := tc.TopicName
 	qid, ok := b.pickQueue(w, req, tc, h.queueID)
 	if !ok {
@@ -379,36 +399,19 @@ func (b *Broker) handleSend(w remoting.ResponseWriter, req *remoting.Command) {
 			return
 		}
 	}
-	arrival := b.now()
 	msg := &commitlog.Message{
 		Topic:          topic,
 		QueueID:        qid,
 		Flag:           h.flag,
 		Body:           req.Body,
-		Properties:     props,
+		Properties:     ps.props,
 		SysFlag:        h.sysFlag,
 		BornTimestamp:  h.bornTimestamp,
 		BornHost:       bornHostOf(w),
 		ReconsumeTimes: h.reconsumeTimes,
 	}
-	// A transactional half waits in RMQ_SYS_TRANS_HALF_TOPIC for its commit (transaction.go).
-	if txn.IsHalfSend(pm, h.sysFlag) && !b.prepareHalf(w, req, msg, pm, h.producerGroup) {
+	if !plain && !b.specialSend(w, req, msg, pm, &h, topic) {
 		return
-	}
-	// A timer message waits in rmq_sys_wheel_timer (timer.go); a DELAY level wins over it.
-	// Halves are left to their commit, as in RocketMQ.
-	if !b.timerSend(w, req, msg, h.sysFlag) {
-		return
-	}
-	// A delayed message waits in SCHEDULE_TOPIC_XXXX until the delay service moves it to its
-	// topic (not for dead letters, nor for transactional half or rollback messages).
-	if level := schedule.DelayLevel(pm); level > 0 && !strings.HasPrefix(topic, meta.DLQGroupTopicPrefix) && msg.Topic != txn.HalfTopic {
-		if tt := h.sysFlag & sysFlagTransactionMask; tt == 0 || tt == sysFlagTransactionCommit {
-			if err := b.levels.ToSchedule(msg, level); err != nil {
-				b.reply(w, req, remoting.MessageIllegal, "delay level: "+err.Error())
-				return
-			}
-		}
 	}
 	res, err := b.store.Append(msg)
 	if err != nil {
@@ -416,19 +419,37 @@ func (b *Broker) handleSend(w remoting.ResponseWriter, req *remoting.Command) {
 		return
 	}
 	b.countPut(topic, 1, len(req.Body))
-	resp := remoting.NewResponse(req, remoting.Success, "")
-	resp.ExtFields["msgId"] = res.MsgID
-	resp.ExtFields["queueId"] = strconv.Itoa(int(qid))
-	resp.ExtFields["queueOffset"] = strconv.FormatInt(res.QueueOffset, 10)
-	resp.ExtFields["MSG_REGION"] = regionDefault
-	resp.ExtFields["TRACE_ON"] = "true"
-	if u := pm[propUniqKey]; u != "" {
-		resp.ExtFields["transactionId"] = u
-	}
-	b.complete(v, w, resp, res.EndOffset, wait, arrival)
+	ans.msgID, ans.queueID, ans.queueOffset, ans.txID = res.MsgID, qid, res.QueueOffset, ps.uniq
+	b.complete(v, w, ans, res.EndOffset, ps.wait, arrival)
 }
 
-func (b *Broker) sendBatch(v *roleView, w remoting.ResponseWriter, req *remoting.Command, h *sendHeader) {
+// specialSend applies what a message's properties ask for beyond an append (a transaction
+// half, a timer, a delay level) to msg, whose parsed properties are pm. It answers the request
+// itself and reports false when the message is refused.
+func (b *Broker) specialSend(w remoting.ResponseWriter, req *remoting.Command, msg *commitlog.Message, pm map[string]string, h *sendHeader, topic string) bool {
+	// A transactional half waits in RMQ_SYS_TRANS_HALF_TOPIC for its commit (transaction.go).
+	if txn.IsHalfSend(pm, h.sysFlag) && !b.prepareHalf(w, req, msg, pm, h.producerGroup) {
+		return false
+	}
+	// A timer message waits in rmq_sys_wheel_timer (timer.go); a DELAY level wins over it.
+	// Halves are left to their commit, as in RocketMQ.
+	if !b.timerSend(w, req, msg, h.sysFlag) {
+		return false
+	}
+	// A delayed message waits in SCHEDULE_TOPIC_XXXX until the delay service moves it to its
+	// topic (not for dead letters, nor for transactional half or rollback messages).
+	if level := schedule.DelayLevel(pm); level > 0 && !strings.HasPrefix(topic, meta.DLQGroupTopicPrefix) && msg.Topic != txn.HalfTopic {
+		if tt := h.sysFlag & sysFlagTransactionMask; tt == 0 || tt == sysFlagTransactionCommit {
+			if err := b.levels.ToSchedule(msg, level); err != nil {
+				b.reply(w, req, remoting.MessageIllegal, "delay level: "+err.Error())
+				return false
+			}
+		}
+	}
+	return true
+}
+
+func (b *Broker) sendBatch(v *roleView, w remoting.ResponseWriter, req *remoting.Command, h *sendHeader, ans *sendAnswer, arrival time.Time) {
 	if b.refuseBatchTxn(w, req, h.sysFlag) {
 		return
 	}
@@ -460,7 +481,6 @@ func (b *Broker) sendBatch(v *roleView, w remoting.ResponseWriter, req *remoting
 			return
 		}
 	}
-	arrival := b.now()
 	born := bornHostOf(w)
 	wait := true
 	msgs := make([]*commitlog.Message, len(members))
@@ -469,18 +489,22 @@ func (b *Broker) sendBatch(v *roleView, w remoting.ResponseWriter, req *remoting
 			b.reply(w, req, remoting.MessageIllegal, fmt.Sprintf("batch member %d body size %d exceeds maxMessageSize %d", i, len(m.body), b.cfg.MaxMessageSize))
 			return
 		}
-		props, pm, mwait := b.fixProperties(m.properties)
-		if pm[propDelay] != "" && pm[propDelay] != "0" {
-			b.reply(w, req, remoting.MessageIllegal, "batch messages cannot be delayed")
-			return
+		ps, plain := b.plainProperties(m.properties)
+		if !plain {
+			var pm map[string]string
+			ps.props, pm, ps.wait = b.fixProperties(m.properties)
+			if pm[propDelay] != "" && pm[propDelay] != "0" {
+				b.reply(w, req, remoting.MessageIllegal, "batch messages cannot be delayed")
+				return
+			}
+			if timer.IsTimer(pm) {
+				b.reply(w, req, remoting.MessageIllegal, "batch messages cannot be timer messages")
+				return
+			}
 		}
-		if timer.IsTimer(pm) {
-			b.reply(w, req, remoting.MessageIllegal, "batch messages cannot be timer messages")
-			return
-		}
-		wait = wait && mwait
+		wait = wait && ps.wait
 		msgs[i] = &commitlog.Message{
-			Topic: tc.TopicName, QueueID: qid, Flag: m.flag, Body: m.body, Properties: props,
+			Topic: tc.TopicName, QueueID: qid, Flag: m.flag, Body: m.body, Properties: ps.props,
 			SysFlag: h.sysFlag, BornTimestamp: h.bornTimestamp, BornHost: born, ReconsumeTimes: h.reconsumeTimes,
 		}
 	}
@@ -498,13 +522,8 @@ func (b *Broker) sendBatch(v *roleView, w remoting.ResponseWriter, req *remoting
 	for i, r := range results {
 		ids[i] = r.MsgID
 	}
-	resp := remoting.NewResponse(req, remoting.Success, "")
-	resp.ExtFields["msgId"] = strings.Join(ids, ",")
-	resp.ExtFields["queueId"] = strconv.Itoa(int(qid))
-	resp.ExtFields["queueOffset"] = strconv.FormatInt(results[0].QueueOffset, 10)
-	resp.ExtFields["MSG_REGION"] = regionDefault
-	resp.ExtFields["TRACE_ON"] = "true"
-	b.complete(v, w, resp, results[len(results)-1].EndOffset, wait, arrival)
+	ans.msgID, ans.queueID, ans.queueOffset = strings.Join(ids, ","), qid, results[0].QueueOffset
+	b.complete(v, w, ans, results[len(results)-1].EndOffset, wait, arrival)
 }
 
 func (b *Broker) replyStoreError(w remoting.ResponseWriter, req *remoting.Command, err error) {
@@ -523,19 +542,20 @@ func (b *Broker) replyStoreError(w remoting.ResponseWriter, req *remoting.Comman
 // complete finishes a stored send: with nothing to wait for it answers at once; otherwise the
 // flush and replication waits are registered now (deadlines fixed at arrival) and the send
 // pipeline answers when they complete.
-func (b *Broker) complete(v *roleView, w remoting.ResponseWriter, resp *remoting.Command, endOffset int64, wait bool, arrival time.Time) {
-	resp.ExtFields["stored"] = "true"
+func (b *Broker) complete(v *roleView, w remoting.ResponseWriter, ans storedAnswer, endOffset int64, wait bool, arrival time.Time) {
 	syncFlush := wait && b.cfg.FlushDiskType == FlushSync
 	syncRepl := wait && v.role == RoleSyncMaster && v.master != nil
 	if !syncFlush && !syncRepl {
-		resp.ExtFields["replicas"] = "1"
-		if b.cfg.FlushDiskType == FlushSync {
-			resp.ExtFields["flushed"] = strconv.FormatBool(b.store.FlushedOffset() >= endOffset)
-		}
-		_ = w.Write(resp)
+		flushKnown := b.cfg.FlushDiskType == FlushSync
+		ans.setOutcome(1, flushKnown, flushKnown && b.store.FlushedOffset() >= endOffset)
+		_ = w.Write(ans.command())
 		return
 	}
-	p := &pendingSend{w: w, resp: resp, arrival: arrival}
+	p := ans.pending()
+	if p == nil {
+		p = &pendingSend{}
+	}
+	*p = pendingSend{w: w, ans: ans, arrival: arrival}
 	if syncFlush {
 		p.flush = b.store.WaitFlush(endOffset, arrival.Add(b.cfg.SyncFlushTimeout))
 	}
@@ -548,7 +568,7 @@ func (b *Broker) complete(v *roleView, w remoting.ResponseWriter, resp *remoting
 // pendingSend is a stored message whose answer waits for fsync and/or replication.
 type pendingSend struct {
 	w       remoting.ResponseWriter
-	resp    *remoting.Command
+	ans     storedAnswer
 	flush   <-chan error
 	repl    <-chan hawire.ReplStatus
 	arrival time.Time // for the wait metrics
@@ -557,14 +577,12 @@ type pendingSend struct {
 // finish combines the wait results into the response code, as RocketMQ does: a replication
 // failure overrides a flush failure, which overrides SEND_OK.
 func (b *Broker) finish(p *pendingSend, flushErr error, repl hawire.ReplStatus, haveRepl bool) {
+	resp := p.ans.command()
 	code := remoting.Success
 	replicas := 1
-	if p.flush != nil {
-		p.resp.ExtFields["flushed"] = strconv.FormatBool(flushErr == nil)
-		if flushErr != nil {
-			code = remoting.FlushDiskTimeout
-			p.resp.Remark = "flush disk timeout: " + flushErr.Error()
-		}
+	if p.flush != nil && flushErr != nil {
+		code = remoting.FlushDiskTimeout
+		resp.Remark = "flush disk timeout: " + flushErr.Error()
 	}
 	if haveRepl {
 		switch repl {
@@ -572,15 +590,15 @@ func (b *Broker) finish(p *pendingSend, flushErr error, repl hawire.ReplStatus, 
 			replicas = b.cfg.InSyncReplicas
 		case hawire.ReplTimeout:
 			code = remoting.FlushSlaveTimeout
-			p.resp.Remark = fmt.Sprintf("stored on the master, not confirmed by enough slaves within slaveTimeout %v", b.cfg.SlaveTimeout)
+			resp.Remark = fmt.Sprintf("stored on the master, not confirmed by enough slaves within slaveTimeout %v", b.cfg.SlaveTimeout)
 		case hawire.ReplSlaveNotAvailable:
 			code = remoting.SlaveNotAvailable
-			p.resp.Remark = "stored on the master only: no slave in sync"
+			resp.Remark = "stored on the master only: no slave in sync"
 		}
 	}
-	p.resp.Code = code
-	p.resp.ExtFields["replicas"] = strconv.Itoa(replicas)
-	if p.w.Write(p.resp) == nil && !b.running() {
+	resp.Code = code
+	p.ans.setOutcome(replicas, p.flush != nil, flushErr == nil)
+	if p.w.Write(resp) == nil && !b.running() {
 		b.lateAnswers.Add(1)
 	}
 }

@@ -162,6 +162,9 @@ func (s *Store) dispatchLocked() error {
 }
 
 func (s *Store) tagsCode(m *recordMeta) int64 {
+	if s.cfg.TagsCodeBytes != nil {
+		return s.cfg.TagsCodeBytes(m.topic, m.props, m.storeTimestamp)
+	}
 	if s.cfg.TagsCode != nil {
 		return s.cfg.TagsCode(string(m.topic), ParseProperties(string(m.props)), m.storeTimestamp)
 	}

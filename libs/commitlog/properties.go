@@ -155,6 +155,22 @@ func DefaultTagsCode(props string) int64 {
 	return 0
 }
 
+// DefaultTagsCodeBytes is DefaultTagsCode over a record's properties bytes, without
+// allocating.
+func DefaultTagsCodeBytes(props []byte) int64 {
+	if t, ok := lookupPropertyBytes(props, PropertyTags); ok {
+		return int64(javaHashBytes(t))
+	}
+	return 0
+}
+
+// HasPropertyBytes reports whether props holds name with a value (as ParseProperties would
+// keep it), without allocating.
+func HasPropertyBytes(props []byte, name string) bool {
+	_, ok := lookupPropertyBytes(props, name)
+	return ok
+}
+
 // OffsetMsgID builds RocketMQ's offset message id: upper-case hex of the store
 // host address (4 or 16 bytes), port (int32) and physical offset (int64).
 func OffsetMsgID(storeHost netip.AddrPort, physOffset int64) string {

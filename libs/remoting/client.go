@@ -159,18 +159,28 @@ func (c *Client) HandleRequest(code int32, h func(req *Command) *Command) {
 // fresh opaque, so one Command may be sent concurrently. The deadline is ctx's, or
 // RequestTimeout when ctx has none; it covers dialling too.
 func (c *Client) Invoke(ctx context.Context, addr string, req *Command) (*Command, error) {
+	// Without a ctx deadline the call waits RequestTimeout less what the dial took: a timer
+	// from a pool instead of a context and its timer per call.
+	timeout := time.Duration(0)
 	if _, ok := ctx.Deadline(); !ok {
-		var cancel context.CancelFunc
-		ctx, cancel = context.WithTimeout(ctx, c.cfg.RequestTimeout)
-		defer cancel()
+		timeout = c.cfg.RequestTimeout
 	}
-	cc, err := c.conn(ctx, addr)
-	if err != nil {
-		return nil, err
+	cc, ok := c.ready(addr)
+	if !ok {
+		if timeout > 0 {
+			var cancel context.CancelFunc
+			ctx, cancel = context.WithTimeout(ctx, timeout)
+			defer cancel()
+			timeout = 0
+		}
+		var err error
+		if cc, err = c.conn(ctx, addr); err != nil {
+			return nil, err
+		}
 	}
 	cp := c.prepare(req)
 	cp.Flag &^= FlagResponse | FlagOneway
-	resp, err := cc.link.call(ctx, cp, 0)
+	resp, err := cc.link.call(ctx, cp, timeout)
 	if err != nil {
 		return nil, fmt.Errorf("%w (addr %s)", err, addr)
 	}
@@ -248,6 +258,26 @@ func (c *Client) conn(ctx context.Context, addr string) (*clientConn, error) {
 			return nil, fmt.Errorf("%w: %s: %w", ErrConnFailed, addr, cc.link.err())
 		}
 	}
+}
+
+// ready returns the live connection to addr when there is one, without waiting.
+func (c *Client) ready(addr string) (*clientConn, bool) {
+	c.mu.Lock()
+	cc := c.conns[addr]
+	closed := c.closed
+	c.mu.Unlock()
+	if closed || cc == nil {
+		return nil, false
+	}
+	select {
+	case <-cc.ready:
+	default:
+		return nil, false
+	}
+	if cc.dialErr != nil || cc.link.isClosed() {
+		return nil, false
+	}
+	return cc, true
 }
 
 // forget removes cc from the table if it is still the entry for its address.

@@ -3,6 +3,7 @@ package remoting
 import (
 	"context"
 	"net"
+	"strconv"
 	"sync"
 	"testing"
 	"time"
@@ -246,4 +247,32 @@ func TestClientConcurrentFirstUseDialsOnce(t *testing.T) {
 	}
 	wg.Wait()
 	require.Len(t, s.Conns(), 1)
+}
+
+// A call that timed out on the default timeout leaves nothing behind: its late answer is
+// dropped, and the calls after it (reusing pooled reply channels and timers) each get their
+// own answer.
+func TestClientLateAnswerAfterDefaultTimeout(t *testing.T) {
+	release := make(chan struct{})
+	s, _ := startServer(t, nil, func(s *Server) {
+		s.HandleFunc(testCode, func(w ResponseWriter, r *Command) {
+			<-release
+			echo(w, r)
+		})
+		s.HandleFunc(testCode+1, echo)
+	})
+	addr := s.Addr().String()
+	cl := newTestClient(t, func(c *ClientConfig) { c.RequestTimeout = 50 * time.Millisecond })
+	for i := 0; i < 3; i++ {
+		_, err := cl.Invoke(context.Background(), addr, NewRequest(testCode, map[string]string{"i": "late"}, nil))
+		require.ErrorIs(t, err, ErrTimeout)
+	}
+	close(release) // the three late answers arrive while the next calls run
+	cl.cfg.RequestTimeout = 10 * time.Second
+	for i := 0; i < 200; i++ {
+		v := strconv.Itoa(i)
+		resp, err := cl.Invoke(context.Background(), addr, NewRequest(testCode+1, map[string]string{"i": v}, nil))
+		require.NoError(t, err)
+		require.Equal(t, v, resp.Ext("i"))
+	}
 }

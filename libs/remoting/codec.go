@@ -61,16 +61,9 @@ func AppendBinaryFrame(dst []byte, c *Command) ([]byte, error) {
 	dst = append(dst, c.Remark...)
 	extLenAt := len(dst)
 	dst = append(dst, 0, 0, 0, 0)
-	var keyBuf [24]string
-	for _, k := range sortedKeys(keyBuf[:0], c.ExtFields) {
-		if len(k) > math.MaxInt16 {
-			return dst[:start], fmt.Errorf("%w: ext key of %d bytes", ErrHeaderTooLarge, len(k))
-		}
-		v := c.ExtFields[k]
-		dst = binary.BigEndian.AppendUint16(dst, uint16(len(k)))
-		dst = append(dst, k...)
-		dst = binary.BigEndian.AppendUint32(dst, uint32(len(v)))
-		dst = append(dst, v...)
+	dst, err := appendExtFields(dst, c, true)
+	if err != nil {
+		return dst[:start], err
 	}
 	binary.BigEndian.PutUint32(dst[extLenAt:], uint32(len(dst)-extLenAt-4))
 	return finishFrame(dst, start, hstart, SerializeRocketMQ, c.Body)
@@ -102,7 +95,7 @@ func sortedKeys(buf []string, m map[string]string) []string {
 }
 
 // appendJSONHeader writes the header in the key order rocketmq-client-go uses; ext fields are
-// sorted so the bytes are deterministic.
+// sorted so the bytes are deterministic (ExtAppend's follow, in the order it writes them).
 func appendJSONHeader(dst []byte, c *Command) []byte {
 	dst = append(dst, `{"code":`...)
 	dst = strconv.AppendInt(dst, int64(c.Code), 10)
@@ -121,15 +114,7 @@ func appendJSONHeader(dst []byte, c *Command) []byte {
 	dst = append(dst, `,"remark":`...)
 	dst = appendJSONString(dst, c.Remark)
 	dst = append(dst, `,"extFields":{`...)
-	var keyBuf [24]string
-	for i, k := range sortedKeys(keyBuf[:0], c.ExtFields) {
-		if i > 0 {
-			dst = append(dst, ',')
-		}
-		dst = appendJSONString(dst, k)
-		dst = append(dst, ':')
-		dst = appendJSONString(dst, c.ExtFields[k])
-	}
+	dst, _ = appendExtFields(dst, c, false) // JSON takes any key
 	return append(dst, "}}"...)
 }
 
@@ -238,38 +223,50 @@ func readFrame(r io.Reader, buf []byte, maxFrame int) ([]byte, int64, error) {
 // Command. Both serialize types are accepted. The Command does not alias frame. Errors wrap
 // ErrMalformed.
 func DecodeFrame(frame []byte) (*Command, error) {
+	c := &Command{}
+	if err := decodeFrameInto(c, frame); err != nil {
+		return nil, err
+	}
+	return c, nil
+}
+
+// decodeFrameInto is DecodeFrame into c, a zero Command (the server's request, allocated
+// with its response writer); c is unspecified on error.
+func decodeFrameInto(c *Command, frame []byte) error {
 	if len(frame) < headerWordSize {
-		return nil, fmt.Errorf("%w: %d bytes, no header word", ErrMalformed, len(frame))
+		return fmt.Errorf("%w: %d bytes, no header word", ErrMalformed, len(frame))
 	}
 	word := binary.BigEndian.Uint32(frame)
 	typ := byte(word >> 24)
 	hlen := int(word & maxHeaderLen)
 	if hlen > len(frame)-headerWordSize {
-		return nil, fmt.Errorf("%w: header length %d exceeds frame of %d bytes", ErrMalformed, hlen, len(frame))
+		return fmt.Errorf("%w: header length %d exceeds frame of %d bytes", ErrMalformed, hlen, len(frame))
 	}
 	header := frame[headerWordSize : headerWordSize+hlen]
 	var (
-		c   *Command
-		err error
+		slow *Command
+		err  error
 	)
 	switch typ {
 	case SerializeJSON:
-		var ok bool
-		if c, ok = decodeJSONHeaderFast(header); !ok {
-			c, err = decodeJSONHeader(header)
+		if !decodeJSONHeaderFastInto(c, header) {
+			slow, err = decodeJSONHeader(header)
 		}
 	case SerializeRocketMQ:
-		c, err = decodeBinaryHeader(header)
+		slow, err = decodeBinaryHeader(header)
 	default:
-		return nil, fmt.Errorf("%w: unknown serialize type %d", ErrMalformed, typ)
+		return fmt.Errorf("%w: unknown serialize type %d", ErrMalformed, typ)
 	}
 	if err != nil {
-		return nil, err
+		return err
+	}
+	if slow != nil {
+		*c = *slow
 	}
 	if body := frame[headerWordSize+hlen:]; len(body) > 0 {
 		c.Body = append([]byte(nil), body...)
 	}
-	return c, nil
+	return nil
 }
 
 // binReader is a sticky-error big-endian reader over a binary header.

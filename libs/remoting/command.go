@@ -23,6 +23,9 @@ type Command struct {
 	Remark string
 	// ExtFields is the flattened custom header; always strings on the wire.
 	ExtFields map[string]string
+	// ExtAppend, when set, writes further custom header fields straight into the encoded
+	// header, after ExtFields' (extappend.go). Encoding only: a decoded command has it nil.
+	ExtAppend ExtAppender
 	// Body is the opaque payload after the header.
 	Body []byte
 }
@@ -156,6 +159,12 @@ func (c *Command) String() string {
 	if c.IsResponse() {
 		kind = ResponseName(c.Code)
 	}
-	return fmt.Sprintf("%s(code=%d opaque=%d flag=%d remark=%q ext=%v body=%dB)",
-		kind, c.Code, c.Opaque, c.Flag, c.Remark, c.ExtFields, len(c.Body))
+	ext := fmt.Sprint(c.ExtFields)
+	if c.ExtAppend != nil {
+		// The typed fields as they go on the wire.
+		w := c.ExtAppend.AppendExt(ExtWriter{dst: []byte(ext + "+{")})
+		ext = string(append(w.dst, '}'))
+	}
+	return fmt.Sprintf("%s(code=%d opaque=%d flag=%d remark=%q ext=%s body=%dB)",
+		kind, c.Code, c.Opaque, c.Flag, c.Remark, ext, len(c.Body))
 }

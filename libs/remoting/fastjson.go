@@ -227,14 +227,23 @@ func extHint(h []byte) int {
 
 // decodeJSONHeaderFast decodes h, or reports false when the generic decoder must decide.
 func decodeJSONHeaderFast(h []byte) (*Command, bool) {
+	c := &Command{}
+	if !decodeJSONHeaderFastInto(c, h) {
+		return nil, false
+	}
+	return c, true
+}
+
+// decodeJSONHeaderFastInto decodes h into c, a zero Command; on false c holds a partial
+// decode and must be reset.
+func decodeJSONHeaderFastInto(c *Command, h []byte) bool {
 	f := fastScanner{b: h}
 	if len(h) <= sharedHeaderMax {
 		f.s = string(h)
 	}
-	c := &Command{}
 	var ext map[string]string
 	if f.peek() != '{' {
-		return nil, false
+		return false
 	}
 	f.i++
 	if f.peek() == '}' {
@@ -243,44 +252,44 @@ func decodeJSONHeaderFast(h []byte) (*Command, bool) {
 		for {
 			key, ok := f.rawKey()
 			if !ok || f.peek() != ':' {
-				return nil, false
+				return false
 			}
 			f.i++
 			switch string(key) {
 			case "code":
 				n, ok := f.int(math.MinInt32, math.MaxInt32)
 				if !ok {
-					return nil, false
+					return false
 				}
 				c.Code = int32(n)
 			case "version":
 				n, ok := f.int(math.MinInt16, math.MaxInt16)
 				if !ok {
-					return nil, false
+					return false
 				}
 				c.Version = int16(n)
 			case "opaque":
 				n, ok := f.int(math.MinInt32, math.MaxInt32)
 				if !ok {
-					return nil, false
+					return false
 				}
 				c.Opaque = int32(n)
 			case "flag":
 				n, ok := f.int(math.MinInt32, math.MaxInt32)
 				if !ok {
-					return nil, false
+					return false
 				}
 				c.Flag = int32(n)
 			case "language", "remark":
 				if f.peek() == 'n' {
 					if !f.literal("null") {
-						return nil, false
+						return false
 					}
 					break
 				}
 				v, ok := f.str()
 				if !ok {
-					return nil, false
+					return false
 				}
 				if key[0] == 'l' {
 					c.Language = v
@@ -291,21 +300,21 @@ func decodeJSONHeaderFast(h []byte) (*Command, bool) {
 				switch f.peek() {
 				case 'n':
 					if !f.literal("null") {
-						return nil, false
+						return false
 					}
 				case '{':
 					if ext == nil {
-						ext = make(map[string]string, extHint(h))
+						ext = newExtMap(extHint(h))
 					}
 					if !f.extObject(ext) {
-						return nil, false
+						return false
 					}
 				default:
-					return nil, false
+					return false
 				}
 			default:
 				if !f.skipSimple() {
-					return nil, false
+					return false
 				}
 			}
 			switch f.peek() {
@@ -315,17 +324,17 @@ func decodeJSONHeaderFast(h []byte) (*Command, bool) {
 			case '}':
 				f.i++
 			default:
-				return nil, false
+				return false
 			}
 			break
 		}
 	}
 	if f.peek() != 0 {
-		return nil, false
+		return false
 	}
 	if ext == nil {
 		ext = make(map[string]string)
 	}
 	c.ExtFields = ext
-	return c, true
+	return true
 }

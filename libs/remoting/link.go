@@ -172,14 +172,38 @@ func (l *link) err() error {
 
 // register adds a waiter for opaque; it returns nil when the link is closed.
 func (l *link) register(opaque int32) chan *Command {
-	ch := make(chan *Command, 1)
+	ch := replyChan()
 	l.pmu.Lock()
 	defer l.pmu.Unlock()
 	if l.pending == nil {
+		replyChans.Put(ch)
 		return nil
 	}
 	l.pending[opaque] = ch
 	return ch
+}
+
+// replyChans holds empty reply channels for reuse: a call puts its channel back only after it
+// received the answer from it, so no late answer can be sent into a reused one.
+var replyChans sync.Pool
+
+func replyChan() chan *Command {
+	if ch, ok := replyChans.Get().(chan *Command); ok {
+		return ch
+	}
+	return make(chan *Command, 1)
+}
+
+// callTimers holds stopped timers for calls whose deadline is the default timeout, instead of
+// a context with a timer per call.
+var callTimers sync.Pool
+
+func callTimer(d time.Duration) *time.Timer {
+	if t, ok := callTimers.Get().(*time.Timer); ok {
+		t.Reset(d)
+		return t
+	}
+	return time.NewTimer(d)
 }
 
 func (l *link) unregister(opaque int32) {
@@ -208,10 +232,14 @@ func (l *link) complete(resp *Command) bool {
 // call sends req (whose opaque is already set) and waits for the matching response, the
 // deadline, or the link's failure. defTimeout applies when ctx has no deadline.
 func (l *link) call(ctx context.Context, req *Command, defTimeout time.Duration) (*Command, error) {
+	var expired <-chan time.Time
 	if _, ok := ctx.Deadline(); !ok && defTimeout > 0 {
-		var cancel context.CancelFunc
-		ctx, cancel = context.WithTimeout(ctx, defTimeout)
-		defer cancel()
+		t := callTimer(defTimeout)
+		defer func() {
+			t.Stop() // since Go 1.23 a stopped timer's channel holds nothing stale for its next Reset
+			callTimers.Put(t)
+		}()
+		expired = t.C
 	}
 	if err := ctx.Err(); err != nil {
 		return nil, requestCtxErr(req, err)
@@ -226,10 +254,12 @@ func (l *link) call(ctx context.Context, req *Command, defTimeout time.Duration)
 	}
 	select {
 	case resp := <-ch:
+		replyChans.Put(ch)
 		return resp, nil
 	case <-l.done:
 		select { // the response may have raced the close
 		case resp := <-ch:
+			replyChans.Put(ch)
 			return resp, nil
 		default:
 		}
@@ -237,6 +267,9 @@ func (l *link) call(ctx context.Context, req *Command, defTimeout time.Duration)
 	case <-ctx.Done():
 		l.unregister(req.Opaque)
 		return nil, requestCtxErr(req, ctx.Err())
+	case <-expired:
+		l.unregister(req.Opaque)
+		return nil, requestCtxErr(req, context.DeadlineExceeded)
 	}
 }
 

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"net/netip"
 	"runtime/debug"
 	"sync"
 	"sync/atomic"
@@ -358,13 +359,16 @@ type ServerConn struct {
 	srv    *Server
 	id     uint64
 	remote string
-	link   *link
-	sem    chan struct{}
-	ctx    context.Context
-	cancel context.CancelFunc
-	log    logrus.FieldLogger
-	open   *atomic.Int64 // the listener's connection count
-	tls    atomic.Bool
+	// remoteAP is remote parsed once (IPv4-mapped addresses unmapped), for handlers that
+	// need it per request (a message's born host).
+	remoteAP netip.AddrPort
+	link     *link
+	sem      chan struct{}
+	ctx      context.Context
+	cancel   context.CancelFunc
+	log      logrus.FieldLogger
+	open     *atomic.Int64 // the listener's connection count
+	tls      atomic.Bool
 	// work hands requests to idle workers (unbuffered: a send succeeds only when one waits);
 	// idle counts them.
 	work chan job
@@ -391,6 +395,9 @@ func (s *Server) startConn(nc net.Conn, open *atomic.Int64) {
 		ctx:    ctx,
 		cancel: cancel,
 		open:   open,
+	}
+	if ap, err := netip.ParseAddrPort(c.remote); err == nil {
+		c.remoteAP = netip.AddrPortFrom(ap.Addr().Unmap(), ap.Port())
 	}
 	c.log = s.log.WithFields(logrus.Fields{"peer": c.remote, "conn": c.id})
 	s.mu.Lock()
@@ -450,6 +457,10 @@ func (c *ServerConn) releaseAll() {
 
 // RemoteAddr is the peer's "ip:port".
 func (c *ServerConn) RemoteAddr() string { return c.remote }
+
+// RemoteAddrPort is the peer's address with an IPv4-mapped IPv6 address unmapped; zero when
+// the peer's address is not an IP and port.
+func (c *ServerConn) RemoteAddrPort() netip.AddrPort { return c.remoteAP }
 
 // ID is unique per Server for the life of the process.
 func (c *ServerConn) ID() uint64 { return c.id }
@@ -521,7 +532,10 @@ func (c *ServerConn) readLoop() {
 			}
 			continue
 		}
-		cmd, err := DecodeFrame(f.data)
+		// The request and its response writer in one allocation.
+		r := &serverRequest{}
+		cmd := &r.cmd
+		err = decodeFrameInto(cmd, f.data)
 		if err != nil {
 			if !c.malformed(f.data, err) {
 				c.link.close(fmt.Errorf("%w: %w", ErrConnFailed, err))
@@ -538,8 +552,14 @@ func (c *ServerConn) readLoop() {
 			}
 			continue
 		}
-		c.dispatch(cmd, size)
+		c.dispatch(r, size)
 	}
+}
+
+// serverRequest is a request read by a connection and the writer of its answer.
+type serverRequest struct {
+	cmd Command
+	w   responseWriter
 }
 
 // establish reads the first byte and applies the TLS mode: it returns the bytes already read
@@ -683,8 +703,9 @@ func (c *ServerConn) busy(opaque int32, oneway bool) {
 	_ = c.link.send(resp, true)
 }
 
-func (c *ServerConn) dispatch(req *Command, size int64) {
+func (c *ServerConn) dispatch(r *serverRequest, size int64) {
 	s := c.srv
+	req := &r.cmd
 	h := (*s.handlers.Load())[req.Code]
 	if h == nil {
 		if !req.IsOneway() {
@@ -721,7 +742,7 @@ func (c *ServerConn) dispatch(req *Command, size int64) {
 		c.busy(req.Opaque, req.IsOneway())
 		return
 	}
-	j := job{h: h, req: req, size: size}
+	j := job{h: h, req: r, size: size}
 	select {
 	case c.work <- j: // an idle worker of this connection takes it
 	default:
@@ -733,28 +754,50 @@ func (c *ServerConn) dispatch(req *Command, size int64) {
 // job is one admitted request waiting for a worker.
 type job struct {
 	h    Handler
-	req  *Command
+	req  *serverRequest
 	size int64
 }
 
-// maxIdleWorkers is how many finished workers a connection keeps waiting for its next request.
-// A request never waits for a busy one (a SYNC send waiting for its slave must not hold up the
-// next request): when none is idle the reader starts another, up to MaxInflightPerConn running.
+// maxIdleWorkers is how many finished workers a connection keeps waiting for its next request
+// for as long as it is open. A request never waits for a busy one (a handler that blocks, a
+// forwarded call waiting for a consumer, must not hold up the next request): when none is idle
+// the reader starts another, up to MaxInflightPerConn running.
 const maxIdleWorkers = 8
 
-// worker serves j, then further requests of the connection while it stays open and no more
-// than maxIdleWorkers others are idle: a goroutine per request without starting one each time.
+// workerLinger is how long a finished worker beyond maxIdleWorkers waits for another request
+// before it exits. A pipelining client (64 sends in flight) keeps a few dozen requests in the
+// server at once; its workers finish in bursts, and workers that left at once meant a new
+// goroutine for nearly every request. Lingering ones are taken by the next burst instead.
+const workerLinger = time.Second
+
+// worker serves j, then further requests of the connection while it stays open: the first
+// maxIdleWorkers idle ones wait as long as it does, more wait workerLinger. A goroutine per
+// request without starting one each time.
 func (c *ServerConn) worker(j job) {
 	defer c.srv.wg.Done()
+	var linger *time.Timer
+	defer func() {
+		if linger != nil {
+			linger.Stop()
+		}
+	}()
 	for {
 		c.serve(j.h, j.req, j.size)
+		var expire <-chan time.Time
 		if c.idle.Add(1) > maxIdleWorkers {
-			c.idle.Add(-1)
-			return
+			if linger == nil {
+				linger = time.NewTimer(workerLinger)
+			} else {
+				linger.Reset(workerLinger)
+			}
+			expire = linger.C
 		}
 		select {
 		case j = <-c.work:
 			c.idle.Add(-1)
+		case <-expire:
+			c.idle.Add(-1)
+			return
 		case <-c.ctx.Done():
 			c.idle.Add(-1)
 			return
@@ -762,9 +805,11 @@ func (c *ServerConn) worker(j job) {
 	}
 }
 
-func (c *ServerConn) serve(h Handler, req *Command, size int64) {
+func (c *ServerConn) serve(h Handler, r *serverRequest, size int64) {
 	defer func() { <-c.sem }()
-	w := &responseWriter{conn: c, opaque: req.Opaque, oneway: req.IsOneway(), charge: size}
+	req := &r.cmd
+	w := &r.w
+	w.conn, w.opaque, w.oneway, w.charge = c, req.Opaque, req.IsOneway(), size
 	if w.oneway {
 		defer c.releaseRequest(size) // nothing will be written
 	}

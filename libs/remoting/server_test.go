@@ -527,4 +527,10 @@ func TestServerReusedWorkersStillPipeline(t *testing.T) {
 	// Still serving after the burst.
 	rc.write(AppendFrame(nil, req(testCode, 7, nil)))
 	require.EqualValues(t, 7, rc.read().Opaque)
+	// The burst's workers beyond maxIdleWorkers linger, then leave.
+	conns := s.Conns()
+	require.Len(t, conns, 1)
+	require.Greater(t, conns[0].idle.Load(), int32(maxIdleWorkers))
+	require.Eventually(t, func() bool { return conns[0].idle.Load() <= maxIdleWorkers },
+		10*workerLinger, 10*time.Millisecond)
 }

@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"io"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -20,10 +22,11 @@ import (
 )
 
 // procSample is what /proc says about one process: CPU time (utime+stime) and the read and
-// write syscalls it made (/proc/PID/io syscr+syscw).
+// write syscalls it made (/proc/PID/io syscr+syscw; reads are syscr alone).
 type procSample struct {
 	cpu      time.Duration
 	syscalls int64
+	reads    int64
 }
 
 func sampleProc(pid int) (procSample, error) {
@@ -38,6 +41,9 @@ func sampleProc(pid int) (procSample, error) {
 			if ok && (k == "syscr" || k == "syscw") {
 				n, _ := strconv.ParseInt(strings.TrimSpace(v), 10, 64)
 				s.syscalls += n
+				if k == "syscr" {
+					s.reads = n
+				}
 			}
 		}
 	}
@@ -52,6 +58,7 @@ type perfRun struct {
 	masterUS, slaveUS float64 // CPU µs per message
 	benchUS           float64
 	masterSys         float64 // read+write syscalls per message on the master
+	masterReads       float64 // of which reads
 	line              string  // the bench's own cpu/alloc line, when it prints one
 }
 
@@ -59,6 +66,10 @@ type perfRun struct {
 // the same run (interleaved, median of 3) and prints msg/s and CPU µs per message of the master,
 // the slave and the bench process. It runs only when RMQHA_PERF_BINS names the builds, e.g.
 // RMQHA_PERF_BINS=base=/tmp/bin-main,new=$PWD/bin; RMQHA_PERF_SECONDS sets each run's length.
+// RMQHA_PERF_PROFILE=DIR also turns on httpPprofEnable on the masters and saves, for each build
+// and setting, a CPU and an allocation profile of the master taken during the first run
+// (DIR/ROLE-SETTING-LABEL.cpu.pprof, and .allocs-before.pprof and .allocs.pprof to read with
+// pprof -base for the allocations of the run alone).
 func TestPerfCompare(t *testing.T) {
 	spec := os.Getenv("RMQHA_PERF_BINS")
 	if spec == "" {
@@ -75,6 +86,7 @@ func TestPerfCompare(t *testing.T) {
 	if v := os.Getenv("RMQHA_PERF_SECONDS"); v != "" {
 		secs, _ = strconv.Atoi(v)
 	}
+	profDir := os.Getenv("RMQHA_PERF_PROFILE")
 	roles := []string{"ASYNC_MASTER", "SYNC_MASTER"}
 	if v := os.Getenv("RMQHA_PERF_ROLES"); v != "" {
 		roles = strings.Split(v, ",")
@@ -87,7 +99,7 @@ func TestPerfCompare(t *testing.T) {
 		{"inflight=1", []string{"-producers", "1", "-mode", "sync"}},
 	}
 	var report strings.Builder
-	fmt.Fprintf(&report, "%-12s %-11s %-6s %9s %10s %10s %10s %10s\n", "role", "setting", "build", "msg/s", "master_us", "slave_us", "bench_us", "master_sc")
+	fmt.Fprintf(&report, "%-12s %-11s %-6s %9s %10s %10s %10s %10s %10s\n", "role", "setting", "build", "msg/s", "master_us", "slave_us", "bench_us", "master_sc", "master_rd")
 	for _, role := range roles {
 		groups := make([]*e2e.Group, len(builds))
 		for i, b := range builds {
@@ -95,6 +107,9 @@ func TestPerfCompare(t *testing.T) {
 			gc.MasterRole = role
 			gc.MappedFileSizeCommitLog = 256 << 20
 			gc.BinDir = b.dir
+			if profDir != "" {
+				gc.ExtraMaster = append(gc.ExtraMaster, "httpPprofEnable=true")
+			}
 			groups[i] = e2e.StartGroup(t, gc)
 		}
 		for _, st := range settings {
@@ -111,7 +126,14 @@ func TestPerfCompare(t *testing.T) {
 					if benchHasFlag(bin, "cpu-pids") {
 						args = append(args, "-cpu-pids", fmt.Sprintf("master=%d,slave=%d", g.Master.PID(), g.Slave.PID()))
 					}
+					var prof func()
+					if profDir != "" && rep == 0 {
+						prof = startProfile(t, g.MasterHTTP, filepath.Join(profDir, fmt.Sprintf("%s-%s-%s", role, st.name, b.label)), secs)
+					}
 					runs[i] = append(runs[i], perfOnce(t, bin, args, g.Master, g.Slave))
+					if prof != nil {
+						prof()
+					}
 				}
 			}
 			for i, b := range builds {
@@ -123,10 +145,11 @@ func TestPerfCompare(t *testing.T) {
 					slices.Sort(v)
 					return v[len(v)/2]
 				}
-				fmt.Fprintf(&report, "%-12s %-11s %-6s %9.0f %10.2f %10.2f %10.2f %10.2f  %s\n", role, st.name, b.label,
+				fmt.Fprintf(&report, "%-12s %-11s %-6s %9.0f %10.2f %10.2f %10.2f %10.2f %10.2f  %s\n", role, st.name, b.label,
 					med(func(r perfRun) float64 { return r.rate }), med(func(r perfRun) float64 { return r.masterUS }),
 					med(func(r perfRun) float64 { return r.slaveUS }), med(func(r perfRun) float64 { return r.benchUS }),
-					med(func(r perfRun) float64 { return r.masterSys }), runs[i][len(runs[i])-1].line)
+					med(func(r perfRun) float64 { return r.masterSys }), med(func(r perfRun) float64 { return r.masterReads }),
+					runs[i][len(runs[i])-1].line)
 			}
 		}
 		for _, g := range groups {
@@ -166,11 +189,12 @@ func perfOnce(t *testing.T, bin string, args []string, master, slave *harness.Pr
 	secs, _ := strconv.ParseFloat(sm[2], 64)
 	require.Positive(t, n, out.String())
 	r := perfRun{
-		rate:      n / secs,
-		masterUS:  float64((m1.cpu - m0.cpu).Microseconds()) / n,
-		slaveUS:   float64((s1.cpu - s0.cpu).Microseconds()) / n,
-		benchUS:   float64((cmd.ProcessState.UserTime() + cmd.ProcessState.SystemTime()).Microseconds()) / n,
-		masterSys: float64(m1.syscalls-m0.syscalls) / n,
+		rate:        n / secs,
+		masterUS:    float64((m1.cpu - m0.cpu).Microseconds()) / n,
+		slaveUS:     float64((s1.cpu - s0.cpu).Microseconds()) / n,
+		benchUS:     float64((cmd.ProcessState.UserTime() + cmd.ProcessState.SystemTime()).Microseconds()) / n,
+		masterSys:   float64(m1.syscalls-m0.syscalls) / n,
+		masterReads: float64(m1.reads-m0.reads) / n,
 	}
 	for _, line := range strings.Split(out.String(), "\n") {
 		if strings.HasPrefix(line, "allocs:") {
@@ -178,4 +202,41 @@ func perfOnce(t *testing.T, bin string, args []string, master, slave *harness.Pr
 		}
 	}
 	return r
+}
+
+// startProfile starts a CPU profile of secs-1 seconds on a broker's status port, with its
+// allocation counts read before; the returned function waits for the profile and saves it
+// with the allocation counts before and after.
+func startProfile(t *testing.T, statusAddr, prefix string, secs int) func() {
+	t.Helper()
+	get := func(path string) ([]byte, error) {
+		resp, err := http.Get("http://" + statusAddr + path)
+		if err != nil {
+			return nil, err
+		}
+		defer resp.Body.Close()
+		if resp.StatusCode != http.StatusOK {
+			return nil, fmt.Errorf("%s: %s", path, resp.Status)
+		}
+		return io.ReadAll(resp.Body)
+	}
+	before, err := get("/debug/pprof/allocs")
+	require.NoError(t, err)
+	done := make(chan []byte, 1)
+	go func() {
+		cpu, err := get(fmt.Sprintf("/debug/pprof/profile?seconds=%d", max(secs-1, 1)))
+		if err != nil {
+			t.Logf("cpu profile of %s: %v", statusAddr, err)
+		}
+		done <- cpu
+	}()
+	return func() {
+		cpu := <-done
+		after, err := get("/debug/pprof/allocs")
+		require.NoError(t, err)
+		require.NoError(t, os.WriteFile(prefix+".cpu.pprof", cpu, 0o644))
+		require.NoError(t, os.WriteFile(prefix+".allocs-before.pprof", before, 0o644))
+		require.NoError(t, os.WriteFile(prefix+".allocs.pprof", after, 0o644))
+		t.Logf("profiles of %s in %s.{cpu,allocs,allocs-before}.pprof (go tool pprof -base ...allocs-before.pprof ...allocs.pprof)", statusAddr, prefix)
+	}
 }

@@ -169,14 +169,20 @@ func (p *rawProducer) barrier(ctx context.Context) {
 }
 
 func (p *rawProducer) invoke(ctx context.Context, addr string, req *remoting.Command, start time.Time) {
-	ictx, cancel := context.WithTimeout(ctx, p.cfg.SendTimeout)
-	defer cancel()
-	resp, err := p.cli.Invoke(ictx, addr, req)
+	// The client's request timeout is the send timeout: a run context without a deadline
+	// needs no context of its own per message.
+	if _, ok := ctx.Deadline(); ok {
+		ictx, cancel := context.WithTimeout(ctx, p.cfg.SendTimeout)
+		defer cancel()
+		ctx = ictx
+	}
+	resp, err := p.cli.Invoke(ctx, addr, req)
 	if err != nil {
 		p.st.sendDone("", 0, err)
 		return
 	}
 	status, err := sendStatus(resp)
+	resp.ReleaseExt() // only the code and remark are read: the next answer's fields go into its map
 	p.st.sendDone(status, time.Since(start), err)
 }
 

@@ -1,0 +1,113 @@
+package broker
+
+import (
+	"strconv"
+
+	"github.com/rmqha/rmqha/libs/remoting"
+)
+
+// storedAnswer is the answer a stored message completes once its flush and replication waits
+// are known: a send's typed one, or a reply's map-based response.
+type storedAnswer interface {
+	command() *remoting.Command
+	// pending is where the answer's wait is kept if it has to wait (nil: allocate one).
+	pending() *pendingSend
+	// setOutcome records the copies confirmed and, when flushKnown, whether the message is on
+	// disk.
+	setOutcome(replicas int, flushKnown, flushed bool)
+}
+
+// mapAnswer is a response whose custom header is its ExtFields map.
+type mapAnswer struct{ resp *remoting.Command }
+
+func (a mapAnswer) command() *remoting.Command { return a.resp }
+
+func (a mapAnswer) pending() *pendingSend { return nil }
+
+func (a mapAnswer) setOutcome(replicas int, flushKnown, flushed bool) {
+	a.resp.ExtFields["stored"] = "true"
+	a.resp.ExtFields["replicas"] = strconv.Itoa(replicas)
+	if flushKnown {
+		a.resp.ExtFields["flushed"] = strconv.FormatBool(flushed)
+	}
+}
+
+// sendAnswer is the answer to a send: the response, its custom header, the send's
+// instrumented writer and its wait in one allocation, the header kept typed and written into the frame by AppendExt (no map, no
+// number strings). Its bytes are those the map of the same fields encodes to (the keys in
+// the sorted order the map encoder writes), TestSendAnswerBytes checks.
+type sendAnswer struct {
+	resp        remoting.Command
+	sw          sendWriter  // the send's instrumented writer, when metrics are on
+	wait        pendingSend // the send's flush and replication wait, when it has one
+	msgID       string
+	queueID     int32
+	queueOffset int64
+	txID        string // transactionId: the message's UNIQ_KEY, "" for none
+	replicas    int
+	flushKnown  bool
+	flushed     bool
+}
+
+func newSendAnswer(req *remoting.Command) *sendAnswer {
+	a := &sendAnswer{resp: remoting.Command{
+		Code: remoting.Success, Language: remoting.LanguageGo, Version: remoting.VersionV4_9_8,
+		Flag: remoting.FlagResponse, Opaque: req.Opaque,
+	}}
+	a.resp.ExtAppend = a
+	return a
+}
+
+func (a *sendAnswer) command() *remoting.Command { return &a.resp }
+
+func (a *sendAnswer) pending() *pendingSend { return &a.wait }
+
+func (a *sendAnswer) setOutcome(replicas int, flushKnown, flushed bool) {
+	a.replicas, a.flushKnown, a.flushed = replicas, flushKnown, flushed
+}
+
+// AppendExt writes SendMessageResponseHeader's fields and this broker's stored, replicas and
+// flushed, in byte order of their keys.
+func (a *sendAnswer) AppendExt(w remoting.ExtWriter) remoting.ExtWriter {
+	w.String("MSG_REGION", regionDefault)
+	w.String("TRACE_ON", "true")
+	if a.flushKnown {
+		w.Bool("flushed", a.flushed)
+	}
+	w.String("msgId", a.msgID)
+	w.Int("queueId", int64(a.queueID))
+	w.Int("queueOffset", a.queueOffset)
+	w.Int("replicas", int64(a.replicas))
+	w.String("stored", "true")
+	if a.txID != "" {
+		w.String("transactionId", a.txID)
+	}
+	return w
+}
+
+// pullAnswer is a pull's answer: PullMessageResponseHeader's fields kept typed and written by
+// AppendExt in the sorted key order the map encoder gives them (TestPullAnswerBytes).
+type pullAnswer struct {
+	resp                    remoting.Command
+	next, min, max, suggest int64
+}
+
+func newPullAnswer(req *remoting.Command, code int32, remark string) *pullAnswer {
+	a := &pullAnswer{resp: remoting.Command{
+		Code: code, Language: remoting.LanguageGo, Version: remoting.VersionV4_9_8,
+		Flag: remoting.FlagResponse, Opaque: req.Opaque, Remark: remark,
+	}}
+	a.resp.ExtAppend = a
+	return a
+}
+
+func (a *pullAnswer) command() *remoting.Command { return &a.resp }
+
+// AppendExt writes maxOffset, minOffset, nextBeginOffset and suggestWhichBrokerId.
+func (a *pullAnswer) AppendExt(w remoting.ExtWriter) remoting.ExtWriter {
+	w.Int("maxOffset", a.max)
+	w.Int("minOffset", a.min)
+	w.Int("nextBeginOffset", a.next)
+	w.Int("suggestWhichBrokerId", a.suggest)
+	return w
+}
