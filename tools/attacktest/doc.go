@@ -35,6 +35,10 @@
 //
 // Broker requests and the store:
 //
+//   - TestStrangerAdminWrites: RocketMQ's admin writes (UPDATE_BROKER_CONFIG brokerPermission,
+//     topic delete and re-permission, offset reset to 0 and clone, group disable and delete),
+//     unsigned, with a guessed registration secret or under another access key, on master and
+//     slave: all NO_PERMISSION and counted; route, topic and committed offset unchanged.
 //   - TestHeartbeatFlood: thousands of new consumer groups named over many heartbeats and
 //     connections: the group table stops at autoCreateSubscriptionGroupLimit, heartbeats
 //     beyond a bound are answered SUBSCRIPTION_GROUP_NOT_EXIST, sends keep being answered.
