@@ -142,16 +142,22 @@ func (m *Manager) system(topic string) bool {
 func (m *Manager) Put(topic string, msgs, bytes int64) {
 	p := m.topics.get(topic, func() *Pair { return &Pair{system: m.system(topic)} })
 	m.brokerPut.Add(msgs, 0) // RocketMQ counts the broker totals without requests
+	m.count(p, topic, msgs, bytes, &m.putNoSys)
+}
+
+// count adds one request of msgs messages and bytes bytes to p (nil: past statsMaxKeys, only
+// the totals count) and, unless topic is a system topic, msgs to noSys.
+func (m *Manager) count(p *Pair, topic string, msgs, bytes int64, noSys *atomic.Int64) {
 	if p == nil {
 		if !m.system(topic) {
-			m.putNoSys.Add(msgs)
+			noSys.Add(msgs)
 		}
 		return
 	}
 	p.Nums.Add(msgs, 1)
 	p.Size.Add(bytes, 1)
 	if !p.system {
-		m.putNoSys.Add(msgs)
+		noSys.Add(msgs)
 	}
 }
 
@@ -162,17 +168,7 @@ func (m *Manager) Get(topic, group string, msgs, bytes int64) {
 	p := m.groups.get(k, func() *Pair { return &Pair{system: m.system(topic)} })
 	m.brokerGet.Add(msgs, 0)
 	m.pullFound.Add(1)
-	if p == nil {
-		if !m.system(topic) {
-			m.getNoSys.Add(msgs)
-		}
-		return
-	}
-	p.Nums.Add(msgs, 1)
-	p.Size.Add(bytes, 1)
-	if !p.system {
-		m.getNoSys.Add(msgs)
-	}
+	m.count(p, topic, msgs, bytes, &m.getNoSys)
 }
 
 // Miss counts a pull answered without messages (for getMissTps).
