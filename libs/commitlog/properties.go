@@ -234,3 +234,31 @@ func ValidateTopic(topic string) error {
 	}
 	return nil
 }
+
+// Props is a record's properties as stored (name 0x01 value 0x02, repeated),
+// read in place: the dispatcher hands it to Config.TagsCode so that a hook
+// looks up the one or two properties it needs instead of parsing every record's
+// properties into a map. It aliases the record and is valid only during the
+// call.
+type Props []byte
+
+// Get returns the value of name (copied), as ParseProperties would.
+func (p Props) Get(name string) (string, bool) { return lookupProperty(p, name) }
+
+// Has reports whether name has a value, without allocating.
+func (p Props) Has(name string) bool {
+	_, ok := lookupPropertyBytes(p, name)
+	return ok
+}
+
+// JavaHash returns Java's String.hashCode of name's value, without allocating.
+func (p Props) JavaHash(name string) (int32, bool) {
+	v, ok := lookupPropertyBytes(p, name)
+	if !ok {
+		return 0, false
+	}
+	return javaHashBytes(v), true
+}
+
+// Map parses every property (ParseProperties).
+func (p Props) Map() map[string]string { return ParseProperties(string(p)) }

@@ -473,6 +473,20 @@ func (m *Master) sendLoop(mc *masterConn, lg logrus.FieldLogger, done <-chan str
 	timer := time.NewTimer(m.cfg.HeartbeatInterval)
 	defer timer.Stop()
 	hdr := make([]byte, 0, 64)
+	// One read buffer per connection, reused for every batch: it is free
+	// again once write returns.
+	rd, _ := m.log.(RawReaderInto)
+	var rbuf []byte
+	read := func(off int64, n int) ([]byte, error) {
+		if rd == nil {
+			return m.log.ReadRaw(off, n)
+		}
+		b, err := rd.ReadRawInto(rbuf[:0], off, n)
+		if cap(b) > cap(rbuf) && cap(b) <= 2*m.cfg.TransferBatchSize {
+			rbuf = b[:0] // a single record larger than that is read into a buffer of its own
+		}
+		return b, err
+	}
 	for {
 		logMax := m.log.MaxOffset()
 		now := m.now()
@@ -492,10 +506,10 @@ func (m *Master) sendLoop(mc *masterConn, lg logrus.FieldLogger, done <-chan str
 				m.refuse(mc, CodeOffsetTooOld, min, "offset deleted while streaming")
 				return
 			}
-			data, err := m.log.ReadRaw(plan.Offset, plan.MaxBytes)
+			data, err := read(plan.Offset, plan.MaxBytes)
 			if err == nil && len(data) == 0 {
 				// A record larger than the batch: read it whole.
-				data, err = m.log.ReadRaw(plan.Offset, MaxDataFrame-DataHeaderLen)
+				data, err = read(plan.Offset, MaxDataFrame-DataHeaderLen)
 			}
 			if err == nil && len(data) == 0 {
 				err = fmt.Errorf("%w: no record readable at %d below max %d", ErrPartialRecord, plan.Offset, logMax)

@@ -540,14 +540,26 @@ func (s *Slave) apply(j dataJob, conn net.Conn, wmu *sync.Mutex, ackBuf *[]byte)
 			}
 		}
 	}
-	if err := s.log.AppendRaw(j.d.StartOffset, j.d.Records); err != nil {
+	va, verified := s.log.(VerifiedAppender)
+	var err error
+	if verified {
+		err = va.AppendRawVerified(j.d.StartOffset, j.d.Records) // OnData checked the frame's CRC
+	} else {
+		err = s.log.AppendRaw(j.d.StartOffset, j.d.Records)
+	}
+	if err != nil {
 		return fmt.Errorf("append at %d: %w", j.d.StartOffset, err)
 	}
 	s.mu.Lock()
 	a := s.st.Appended(j.plan.NewEpoch, s.view(), s.now())
 	s.mu.Unlock()
 	*ackBuf = AppendAck((*ackBuf)[:0], a)
-	return s.writeFrame(conn, wmu, *ackBuf)
+	err = s.writeFrame(conn, wmu, *ackBuf)
+	if verified {
+		// After the ack: a SYNC send on the master waits for the ack, not for the slave's indexes.
+		va.DispatchRaw(j.d.StartOffset, j.d.Records)
+	}
+	return err
 }
 
 // heartbeat sends acks every HeartbeatInterval and closes a connection the
