@@ -530,6 +530,15 @@ func (b *Broker) complete(v *roleView, w remoting.ResponseWriter, resp *remoting
 		return
 	}
 	p := &pendingSend{w: w, resp: resp, arrival: arrival}
+	if syncRepl && !syncFlush {
+		// Only the slaves' ack to wait for: the goroutine that reads the ack answers the
+		// send (no pipeline hand-off).
+		v.master.WaitReplicatedFunc(endOffset, arrival.Add(b.cfg.SlaveTimeout), func(st hawire.ReplStatus) {
+			b.metrics.replWaited(arrival, st)
+			b.finish(p, nil, st, true)
+		})
+		return
+	}
 	if syncFlush {
 		p.flush = b.store.WaitFlush(endOffset, arrival.Add(b.cfg.SyncFlushTimeout))
 	}

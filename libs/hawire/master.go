@@ -134,7 +134,9 @@ func (m *Master) Close() error {
 		c.close()
 	}
 	m.st.Close()
+	done := m.st.TakeCompleted(nil)
 	m.mu.Unlock()
+	fire(done)
 	m.wg.Wait()
 	return nil
 }
@@ -188,6 +190,41 @@ func (m *Master) WaitReplicated(endOffset int64, deadline time.Time) <-chan Repl
 	}
 	m.mu.Unlock()
 	return ch
+}
+
+// WaitReplicatedFunc is WaitReplicated calling fn with the status instead
+// of sending it on a channel: once, either before it returns (the status is
+// known at once) or from the goroutine that completes the wait: the one that
+// read the slave's ack, the deadline sweeper or Close. fn must not block for
+// long (it holds up that slave's acks) and must not call back into the Master
+// synchronously.
+func (m *Master) WaitReplicatedFunc(endOffset int64, deadline time.Time, fn func(ReplStatus)) {
+	if m.closed.Load() {
+		fn(ReplSlaveNotAvailable)
+		return
+	}
+	logMax := m.log.MaxOffset()
+	m.mu.Lock()
+	first, had := m.st.NextDeadline()
+	st, now := m.st.WaitFunc(endOffset, deadline, logMax, m.now(), fn)
+	if n, ok := m.st.NextDeadline(); !now && ok && (!had || n.Before(first)) {
+		select {
+		case m.sweepWake <- struct{}{}:
+		default:
+		}
+	}
+	m.mu.Unlock()
+	if now {
+		fn(st)
+	}
+}
+
+// fire calls the callback waiters the state completed (mu not held).
+func fire(done []Completion) {
+	for i, c := range done {
+		c.Fn(c.Status)
+		done[i] = Completion{}
+	}
 }
 
 // InSyncCount is the number of copies in sync, the master included.
@@ -391,7 +428,9 @@ func (m *Master) serve(mc *masterConn, hello Hello) {
 		old = m.conns[replaced]
 		m.publishWakers()
 	}
+	fired := m.st.TakeCompleted(nil)
 	m.mu.Unlock()
+	fire(fired)
 	if ef != nil {
 		lg.WithFields(logrus.Fields{"code": ef.Code.String(), "offset": ef.Offset, "slaveMax": hs.MaxOffset}).
 			Warn("HA handshake rejected: " + ef.Message)
@@ -428,6 +467,7 @@ func (m *Master) protocolError(mc *masterConn, lg logrus.FieldLogger, err error)
 }
 
 func (m *Master) readLoop(mc *masterConn, lg logrus.FieldLogger, fr *FrameReader) {
+	var done []Completion
 	for {
 		typ, body, err := fr.Next(MaxControlFrame)
 		if err != nil {
@@ -450,7 +490,11 @@ func (m *Master) readLoop(mc *masterConn, lg logrus.FieldLogger, fr *FrameReader
 			logMax := m.log.MaxOffset()
 			m.mu.Lock()
 			err = m.st.Ack(mc.id, a, logMax, m.now())
+			done = m.st.TakeCompleted(done[:0])
 			m.mu.Unlock()
+			// The sends this ack covers are answered from here, with no
+			// goroutine in between.
+			fire(done)
 			if err != nil {
 				lg.WithError(err).WithFields(logrus.Fields{"written": a.Written, "flushed": a.Flushed, "masterMax": logMax}).
 					Error("HA invalid acknowledgement; closing connection")
@@ -582,6 +626,7 @@ func (m *Master) sweeper() {
 		now := m.now()
 		m.mu.Lock()
 		dead := m.st.Expire(now)
+		done := m.st.TakeCompleted(nil)
 		var conns []*masterConn
 		for _, id := range dead {
 			if c := m.conns[id]; c != nil {
@@ -597,6 +642,7 @@ func (m *Master) sweeper() {
 			next = min(next, max(d.Sub(now), 0))
 		}
 		m.mu.Unlock()
+		fire(done)
 		for _, c := range conns {
 			m.lg.WithField("peer", c.c.RemoteAddr().String()).Warn("HA slave silent for longer than the housekeeping interval; dropping it")
 			c.close()

@@ -443,7 +443,9 @@ func (s *Slave) session(conn net.Conn, addr string) (rec *Recovery, err error) {
 		defer close(appenderDone)
 		ackBuf := make([]byte, 0, 32)
 		for j := range jobs {
-			err := s.apply(j, conn, &wmu, &ackBuf)
+			// With more frames already received, one ack after the last of them
+			// says the same for fewer writes (and fewer wake-ups on the master).
+			err := s.apply(j, len(jobs) == 0, conn, &wmu, &ackBuf)
 			free <- j.buf
 			if err != nil {
 				lg.WithError(err).WithField("offset", j.d.StartOffset).Error("HA append to the local log failed")
@@ -526,8 +528,8 @@ type dataJob struct {
 }
 
 // apply appends one frame: epoch file first (a new epoch), then the records,
-// then the acknowledgement.
-func (s *Slave) apply(j dataJob, conn net.Conn, wmu *sync.Mutex, ackBuf *[]byte) error {
+// then, with ack, the acknowledgement.
+func (s *Slave) apply(j dataJob, ack bool, conn net.Conn, wmu *sync.Mutex, ackBuf *[]byte) error {
 	if j.plan.NewEpoch != nil {
 		s.mu.Lock()
 		last, ok := s.st.Epochs().Last()
@@ -553,8 +555,10 @@ func (s *Slave) apply(j dataJob, conn net.Conn, wmu *sync.Mutex, ackBuf *[]byte)
 	s.mu.Lock()
 	a := s.st.Appended(j.plan.NewEpoch, s.view(), s.now())
 	s.mu.Unlock()
-	*ackBuf = AppendAck((*ackBuf)[:0], a)
-	err = s.writeFrame(conn, wmu, *ackBuf)
+	if ack {
+		*ackBuf = AppendAck((*ackBuf)[:0], a)
+		err = s.writeFrame(conn, wmu, *ackBuf)
+	}
 	if verified {
 		// After the ack: a SYNC send on the master waits for the ack, not for the slave's indexes.
 		va.DispatchRaw(j.d.StartOffset, j.d.Records)
