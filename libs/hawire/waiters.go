@@ -36,9 +36,9 @@ func (s ReplStatus) String() string {
 type waiter struct {
 	end      int64
 	deadline time.Time
-	ch       chan ReplStatus   // buffered 1; nil for a callback waiter
+	ch       chan ReplStatus  // buffered 1; nil for a callback waiter
 	fn       func(ReplStatus) // callback waiter: queued in fired, called by the driver
-	hidx     int               // index in the deadline heap, -1 once completed
+	hidx     int              // index in the deadline heap, -1 once completed
 	q        *waitQueue
 }
 
