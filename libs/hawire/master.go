@@ -205,6 +205,12 @@ func (m *Master) WaitReplicatedFunc(endOffset int64, deadline time.Time, fn func
 	}
 	logMax := m.log.MaxOffset()
 	m.mu.Lock()
+	if m.closed.Load() {
+		// Close may have completed every waiter already: this one would wait forever.
+		m.mu.Unlock()
+		fn(ReplSlaveNotAvailable)
+		return
+	}
 	first, had := m.st.NextDeadline()
 	st, now := m.st.WaitFunc(endOffset, deadline, logMax, m.now(), fn)
 	if n, ok := m.st.NextDeadline(); !now && ok && (!had || n.Before(first)) {
