@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/rmqha/rmqha/libs/hawire"
 	"github.com/rmqha/rmqha/libs/hawire/hawiretest"
 	"github.com/rmqha/rmqha/libs/hawire/memlog"
 )
@@ -159,5 +160,49 @@ func TestWireCorruptionDetectedByFrameCRC(t *testing.T) {
 	}
 	if ml.reads.Load() == 0 || ml.reused.Load() == 0 {
 		t.Fatalf("master reads %d, reused buffers %d", ml.reads.Load(), ml.reused.Load())
+	}
+}
+
+// TestWaitReplicatedFuncAnsweredByAck: over a real link, a callback wait is
+// answered once with ReplOK when the slave's ack covers it, at once with
+// ReplSlaveNotAvailable without a slave or after Close, and with ReplTimeout at
+// its deadline when the slave does not acknowledge in time.
+func TestWaitReplicatedFuncAnsweredByAck(t *testing.T) {
+	ml := memlog.New(64 << 10)
+	m := hawiretest.StartMaster(t, hawiretest.MasterConfig(t.TempDir()), ml)
+	got := make(chan hawire.ReplStatus, 4)
+	m.WaitReplicatedFunc(1, time.Now().Add(time.Minute), func(st hawire.ReplStatus) { got <- st })
+	if st := <-got; st != hawire.ReplSlaveNotAvailable {
+		t.Fatalf("no slave: %v", st)
+	}
+	px := hawiretest.NewProxy(t, m.Addr().String())
+	hawiretest.StartSlave(t, hawiretest.SlaveConfig(t.TempDir()), memlog.New(64<<10), px.Addr())
+	hawiretest.Eventually(t, 10*time.Second, func() bool { return m.InSyncCount() == 2 }, "slave in sync")
+	off, err := hawiretest.AppendRecord(ml, hawiretest.Record(500, 1))
+	if err != nil {
+		t.Fatal(err)
+	}
+	m.WaitReplicatedFunc(off+500, time.Now().Add(time.Minute), func(st hawire.ReplStatus) { got <- st })
+	if st := <-got; st != hawire.ReplOK {
+		t.Fatalf("acknowledged: %v", st)
+	}
+	px.SetDelay(time.Minute) // the slave's ack cannot arrive in time
+	off, err = hawiretest.AppendRecord(ml, hawiretest.Record(500, 2))
+	if err != nil {
+		t.Fatal(err)
+	}
+	m.WaitReplicatedFunc(off+500, time.Now().Add(50*time.Millisecond), func(st hawire.ReplStatus) { got <- st })
+	if st := <-got; st != hawire.ReplTimeout {
+		t.Fatalf("deadline: %v", st)
+	}
+	_ = m.Close()
+	m.WaitReplicatedFunc(off+1000, time.Now().Add(time.Minute), func(st hawire.ReplStatus) { got <- st })
+	if st := <-got; st != hawire.ReplSlaveNotAvailable {
+		t.Fatalf("closed: %v", st)
+	}
+	select {
+	case st := <-got:
+		t.Fatalf("a wait answered twice: %v", st)
+	case <-time.After(20 * time.Millisecond):
 	}
 }
