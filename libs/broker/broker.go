@@ -311,13 +311,12 @@ func (b *Broker) start() error {
 	delayTags := schedule.TagsCodeObserving(b.levels, b.delivered)
 	// Delivered timer copies tell a replica how far its master got (b.timers is set right
 	// after the store opens, before anything is served).
-	tagsCode := func(topic string, props map[string]string, storeTimestamp int64) int64 {
+	scfg.TagsCode = func(topic string, props commitlog.Props, storeTimestamp int64) int64 {
 		if t := b.timerObs.Load(); t != nil {
 			t.Observe(topic, props)
 		}
 		return delayTags(topic, props, storeTimestamp)
 	}
-	scfg.TagsCodeBytes = tagsCodeBytes(tagsCode)
 	if cfg.StoreFS != nil {
 		scfg.FS = cfg.StoreFS
 	}

@@ -33,9 +33,12 @@
 //
 // # Answers without parked goroutines
 //
-// Handlers never block on durability. A send that must wait registers its flush waiter
-// (commitlog WaitFlush) and replication waiter (hawire WaitReplicated) and hands them to the
-// send pipeline, one goroutine that completes answers in arrival order; a pull with nothing to
+// Handlers never block on durability. A send that waits only for the slaves registers a
+// callback (hawire WaitReplicatedFunc): the goroutine that reads the covering ack, or the
+// deadline sweeper, answers it directly. A send that waits for a flush (and maybe the slaves)
+// registers its flush waiter (commitlog WaitFlush) and replication waiter (hawire
+// WaitReplicated) and hands them to the send pipeline, one goroutine that completes answers
+// in arrival order. A pull with nothing to
 // return is held by the long-polling service, one goroutine woken by the store's dispatch
 // callback for that queue or by the hold deadline (min(suspendTimeoutMillis,
 // brokerSuspendMaxTimeMillis)).

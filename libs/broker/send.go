@@ -556,6 +556,15 @@ func (b *Broker) complete(v *roleView, w remoting.ResponseWriter, ans storedAnsw
 		p = &pendingSend{}
 	}
 	*p = pendingSend{w: w, ans: ans, arrival: arrival}
+	if syncRepl && !syncFlush {
+		// Only the slaves' ack to wait for: the goroutine that reads the ack answers the
+		// send (no pipeline hand-off).
+		v.master.WaitReplicatedFunc(endOffset, arrival.Add(b.cfg.SlaveTimeout), func(st hawire.ReplStatus) {
+			b.metrics.replWaited(arrival, st)
+			b.finish(p, nil, st, true)
+		})
+		return
+	}
 	if syncFlush {
 		p.flush = b.store.WaitFlush(endOffset, arrival.Add(b.cfg.SyncFlushTimeout))
 	}

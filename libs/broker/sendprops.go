@@ -1,10 +1,8 @@
 package broker
 
 import (
-	"bytes"
 	"strings"
 
-	"github.com/rmqha/rmqha/libs/broker/schedule"
 	"github.com/rmqha/rmqha/libs/broker/timer"
 	"github.com/rmqha/rmqha/libs/broker/txn"
 	"github.com/rmqha/rmqha/libs/commitlog"
@@ -118,38 +116,4 @@ func clusterPairOf(cluster string) string {
 		return ""
 	}
 	return string(commitlog.AppendProperties(nil, map[string]string{propCluster: cluster}))
-}
-
-// tagsCodeBytes runs the broker's tags-code hook (the delay levels' delivery times, the
-// observers of delivered delay and timer copies) for the records it concerns, and gives every
-// other record the default tags code without parsing its properties: the dispatcher no longer
-// builds a map per message. A record concerns the hook when it is in SCHEDULE_TOPIC_XXXX or is
-// a delivered delay or timer copy (DELAY_SOURCE, TIMER_DEQUEUE_MS); for the rest the hook
-// returns the Java hash of TAGS, as the default does (TestTagsCodeBytes). A record naming TAGS
-// twice goes to the hook too: the map keeps the last, the default reads the first.
-func tagsCodeBytes(hook func(topic string, props map[string]string, storeTimestamp int64) int64) func(topic, props []byte, storeTimestamp int64) int64 {
-	return func(topic, props []byte, storeTimestamp int64) int64 {
-		if string(topic) != schedule.Topic && !commitlog.HasPropertyBytes(props, schedule.PropertyDelaySource) &&
-			!commitlog.HasPropertyBytes(props, timer.PropertyDequeueMs) && countTags(props) < 2 {
-			return commitlog.DefaultTagsCodeBytes(props)
-		}
-		return hook(string(topic), commitlog.ParseProperties(string(props)), storeTimestamp)
-	}
-}
-
-// countTags counts the TAGS pairs with a value in props (stopping at two).
-func countTags(props []byte) int {
-	n := 0
-	for len(props) > 0 && n < 2 {
-		pair := props
-		if i := bytes.IndexByte(props, propPairSep); i >= 0 {
-			pair, props = props[:i], props[i+1:]
-		} else {
-			props = nil
-		}
-		if k, v, ok := bytes.Cut(pair, []byte{propNameSep}); ok && len(v) > 0 && string(k) == commitlog.PropertyTags {
-			n++
-		}
-	}
-	return n
 }

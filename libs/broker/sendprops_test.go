@@ -5,8 +5,6 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/rmqha/rmqha/libs/broker/schedule"
-	"github.com/rmqha/rmqha/libs/broker/timer"
 	"github.com/rmqha/rmqha/libs/commitlog"
 	"github.com/rmqha/rmqha/libs/remoting"
 	"github.com/stretchr/testify/require"
@@ -152,52 +150,6 @@ func TestSendAnswerBytes(t *testing.T) {
 			require.Equal(t, wantBin, gotBin)
 		}
 	}
-}
-
-// checkTagsCodeBytes: the byte-level hook returns what the map hook returns, and skips the map
-// hook only for records whose parsed properties its observers would ignore.
-func checkTagsCodeBytes(t *testing.T, topic, props string, ts int64) {
-	levels, err := schedule.ParseLevels("1s 5s 10s")
-	require.NoError(t, err)
-	pure := schedule.TagsCode(levels)
-	called := false
-	hook := func(topic string, pm map[string]string, ts int64) int64 {
-		called = true
-		return pure(topic, pm, ts)
-	}
-	got := tagsCodeBytes(hook)([]byte(topic), []byte(props), ts)
-	pm := commitlog.ParseProperties(props)
-	require.Equal(t, pure(topic, pm, ts), got, "topic %q props %q", topic, props)
-	if !called {
-		_, delay := pm[schedule.PropertyDelaySource]
-		_, dequeue := pm[timer.PropertyDequeueMs]
-		require.False(t, topic == schedule.Topic || delay || dequeue, "topic %q props %q skipped the hook", topic, props)
-	}
-}
-
-func TestTagsCodeBytes(t *testing.T) {
-	for _, tc := range []struct{ topic, props string }{
-		{"T", ""},
-		{"T", props("TAGS", "TagA")},
-		{"T", props("TAGS", "")},
-		{schedule.Topic, props("DELAY", "2", "TAGS", "a")},
-		{"T", props("DELAY_SOURCE", "2:17", "TAGS", "a")},
-		{"T", props("TIMER_DEQUEUE_MS", "1", "TIMER_SOURCE", "5:6")},
-		{timer.Topic, props("TAGS", "x")},
-	} {
-		checkTagsCodeBytes(t, tc.topic, tc.props, 1_700_000_000_000)
-	}
-}
-
-// FuzzTagsCodeBytes: record bytes come from the network (and from replication); the
-// byte-level hook must agree with the map hook on all of them.
-func FuzzTagsCodeBytes(f *testing.F) {
-	f.Add("T", props("TAGS", "TagA"), int64(0))
-	f.Add(schedule.Topic, props("DELAY", "3"), int64(1_700_000_000_000))
-	f.Add("T", "DELAY_SOURCE\x01\x02TAGS\x01a", int64(5))
-	f.Fuzz(func(t *testing.T, topic, props string, ts int64) {
-		checkTagsCodeBytes(t, topic, props, ts)
-	})
 }
 
 // TestPullAnswerBytes: a pull's typed answer encodes to the bytes of the map-based response.

@@ -343,6 +343,47 @@ func (s *Store) createSegment(start int64) (*segment, error) {
 // (physical offsets match, BLANK padding ends a segment). The dispatcher
 // builds the consume queues behind it.
 func (s *Store) AppendRaw(offset int64, data []byte) error {
+	return s.appendRaw(offset, data, true)
+}
+
+// AppendRawVerified is AppendRaw for bytes whose integrity the caller has just
+// proved (an HA slave checked the CRC-32C of the Data frame they came in): it
+// checks every record's framing, physical offset and segment bounds, but not
+// its body CRC again, so each replicated byte is checksummed once on the hop.
+//
+// The dispatcher is not woken: the caller is expected to hand the same bytes
+// to DispatchRaw once it has acknowledged them, so they are parsed from memory
+// instead of being read back from the file (the dispatch loop's tick, or any
+// WaitDispatched, still picks them up if it does not).
+func (s *Store) AppendRawVerified(offset int64, data []byte) error {
+	return s.appendRaw(offset, data, false)
+}
+
+// DispatchRaw builds the consume-queue units and index entries of data, which
+// the caller has just appended at offset (AppendRawVerified), from the
+// caller's memory. It does so only when the dispatcher is idle and everything
+// before offset is dispatched; otherwise it wakes the dispatch loop, which
+// reads the records from the file as usual. data is not retained.
+func (s *Store) DispatchRaw(offset int64, data []byte) {
+	if !s.dispatchMu.TryLock() {
+		notify(s.dispatchReq)
+		return
+	}
+	defer s.dispatchMu.Unlock()
+	if s.dispatched.Load() != offset || offset < s.minOffset.Load() || offset+int64(len(data)) > s.maxOffset.Load() {
+		notify(s.dispatchReq)
+		return
+	}
+	if _, err := s.dispatchBytes(offset, data); err != nil {
+		s.log.WithError(err).Error("dispatch failed")
+		return
+	}
+	if s.dispatched.Load() < s.maxOffset.Load() {
+		notify(s.dispatchReq)
+	}
+}
+
+func (s *Store) appendRaw(offset int64, data []byte, crc bool) error {
 	s.appendMu.Lock()
 	s.drainGroupLocked()
 	if err := s.writable(); err != nil {
@@ -376,7 +417,7 @@ func (s *Store) AppendRaw(offset int64, data []byte) error {
 	var upd []qupd
 	for p := 0; p < len(data); {
 		pos := offset + int64(p)
-		m, n, err := s.checkRecord(data[p:], pos)
+		m, n, err := s.checkRecordCRC(data[p:], pos, crc)
 		if err == nil && m.blank && p+n > len(data) {
 			err = ErrIncomplete
 		}
@@ -412,7 +453,11 @@ func (s *Store) AppendRaw(offset int64, data []byte) error {
 	s.appendMu.Unlock()
 	s.nRaw.Add(1)
 	s.nBytes.Add(int64(len(data)))
-	s.afterAppend(end)
+	if crc {
+		s.afterAppend(end)
+	} else {
+		s.fireAppend(end) // DispatchRaw follows
+	}
 	return nil
 }
 

@@ -103,11 +103,9 @@ type Config struct {
 	StoreHost netip.AddrPort
 	// TagsCode computes a message's consume-queue tags code; nil means Java
 	// String.hashCode of TAGS (0 if none). The broker overrides it for SCHEDULE_TOPIC_XXXX.
-	TagsCode func(topic string, props map[string]string, storeTimestamp int64) int64
-	// TagsCodeBytes, when set, is used instead of TagsCode: the same hook over the record's
-	// topic and properties bytes (valid during the call only), so that a hook needing the
-	// parsed map for a few records does not make the dispatcher build one for every record.
-	TagsCodeBytes func(topic, props []byte, storeTimestamp int64) int64
+	// It runs once per dispatched record (on slaves, per replicated record), so
+	// props is the stored bytes, looked up in place (see Props).
+	TagsCode func(topic string, props Props, storeTimestamp int64) int64
 	// FS is the file system. Default vfs.Default.
 	FS vfs.FS
 	// Logger receives structured logs. Default: discards.

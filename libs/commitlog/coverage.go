@@ -554,7 +554,7 @@ func (s *Store) rebuildTargets(targets []*cqTarget, to int64) error {
 			pend[t.cq] = pu
 		}
 		var u [CQUnitSize]byte
-		putUnit(u[:], cqUnit{phys: phys, size: m.size, tags: s.tagsCode(m)})
+		putUnit(u[:], cqUnit{phys: phys, size: m.size, tags: s.tagsCode(t.cq.topic, m)})
 		pu.units = append(pu.units, u[:]...)
 		t.rep.Restored++
 		if len(pu.units) >= 1<<16*CQUnitSize {

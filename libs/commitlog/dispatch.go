@@ -81,97 +81,123 @@ func (s *Store) dispatchLocked() error {
 			}
 			return err
 		}
-		var pend []*pendingUnits
-		byCQ := map[*consumeQueue]*pendingUnits{}
-		p := 0
-		for p < len(buf) {
-			m, err := parseMeta(buf[p:])
-			if errors.Is(err, ErrIncomplete) {
-				if p == 0 && len(buf) >= 8 {
-					size := int64(int32(be32(buf)))
-					if !m.blank && size > int64(len(buf)) && d+size <= max && d+size <= s.segEnd(d) {
-						// One record larger than the chunk: read it whole.
-						big := make([]byte, size)
-						if err := s.readAt(big, d); err != nil {
-							return err
-						}
-						buf = big
-						continue
-					}
+		if len(buf) >= 8 {
+			size := int64(int32(be32(buf)))
+			if magic := int32(be32(buf[4:])); magic != MagicBlank && size > int64(len(buf)) && d+size <= max && d+size <= s.segEnd(d) {
+				// One record larger than the chunk: read it whole.
+				big := make([]byte, size)
+				if err := s.readAt(big, d); err != nil {
+					return err
 				}
-				break // a partial record at the tail: wait for the rest
-			}
-			if err != nil {
-				return s.setReadOnly(s.corruptAt(d+int64(p), "dispatcher: "+err.Error()))
-			}
-			if m.blank {
-				p = int(s.segEnd(d+int64(p)) - d)
-				break
-			}
-			if s.idx != nil {
-				_ = s.idx.indexRecord(&m, d+int64(p)) // a failure stops the index, not the log
-			}
-			if isDispatchable(m.sysFlag) {
-				cq := s.getOrCreateCQ(m.topic, m.queueID)
-				pu := byCQ[cq]
-				if pu != nil && pu.q0+int64(len(pu.units)/CQUnitSize) != m.queueOffset {
-					pu = nil
-				}
-				if pu == nil {
-					pu = &pendingUnits{cq: cq, q0: m.queueOffset}
-					pend = append(pend, pu)
-					byCQ[cq] = pu
-				}
-				var u [CQUnitSize]byte
-				putUnit(u[:], cqUnit{phys: d + int64(p), size: m.size, tags: s.tagsCode(&m)})
-				pu.units = append(pu.units, u[:]...)
-			}
-			p += int(m.size)
-		}
-		if p == 0 {
-			return nil
-		}
-		for _, pu := range pend {
-			if err := s.cqPut(pu.cq, pu.q0, pu.units); err != nil {
-				return s.setReadOnly(err)
+				buf = big
 			}
 		}
-		if s.idx != nil {
-			_ = s.idx.advance(d + int64(p))
-		}
-		s.dispatched.Store(d + int64(p))
-		if len(pend) > 0 {
-			s.cbMu.RLock()
-			fns := s.onDispatch
-			s.cbMu.RUnlock()
-			if len(fns) > 0 {
-				seen := map[*consumeQueue]bool{}
-				for _, pu := range pend {
-					if seen[pu.cq] {
-						continue
-					}
-					seen[pu.cq] = true
-					_, qmax := pu.cq.bounds()
-					for _, fn := range fns {
-						fn(pu.cq.topic, pu.cq.qid, qmax)
-					}
-				}
-			}
+		n, err := s.dispatchBytes(d, buf)
+		if err != nil || n == 0 {
+			return err
 		}
 	}
 }
 
-func (s *Store) tagsCode(m *recordMeta) int64 {
-	if s.cfg.TagsCodeBytes != nil {
-		return s.cfg.TagsCodeBytes(m.topic, m.props, m.storeTimestamp)
+// dispatchBytes adds the consume-queue units and index entries of the whole
+// records in buf, which holds the CommitLog from offset d, and advances the
+// dispatched offset past them. It returns how many bytes it dispatched (0
+// when buf starts with a partial record).
+func (s *Store) dispatchBytes(d int64, buf []byte) (int, error) {
+	var pend []*pendingUnits
+	var byCQ map[*consumeQueue]*pendingUnits
+	p := 0
+	for p < len(buf) {
+		m, err := parseMeta(buf[p:])
+		if errors.Is(err, ErrIncomplete) {
+			break // a partial record at the tail: wait for the rest
+		}
+		if err != nil {
+			return 0, s.setReadOnly(s.corruptAt(d+int64(p), "dispatcher: "+err.Error()))
+		}
+		if m.blank {
+			p = int(s.segEnd(d+int64(p)) - d)
+			break
+		}
+		if s.idx != nil {
+			_ = s.idx.indexRecord(&m, d+int64(p)) // a failure stops the index, not the log
+		}
+		if isDispatchable(m.sysFlag) {
+			cq := s.getOrCreateCQ(m.topic, m.queueID)
+			var pu *pendingUnits
+			// Most batches touch few queues: a linear scan beats a map.
+			if len(pend) <= 8 {
+				for _, x := range pend {
+					if x.cq == cq {
+						pu = x
+					}
+				}
+			} else {
+				if byCQ == nil {
+					byCQ = make(map[*consumeQueue]*pendingUnits, len(pend))
+					for _, x := range pend {
+						byCQ[x.cq] = x
+					}
+				}
+				pu = byCQ[cq]
+			}
+			if pu != nil && pu.q0+int64(len(pu.units)/CQUnitSize) != m.queueOffset {
+				pu = nil
+			}
+			if pu == nil {
+				pu = &pendingUnits{cq: cq, q0: m.queueOffset}
+				pend = append(pend, pu)
+				if byCQ != nil {
+					byCQ[cq] = pu
+				}
+			}
+			var u [CQUnitSize]byte
+			putUnit(u[:], cqUnit{phys: d + int64(p), size: m.size, tags: s.tagsCode(cq.topic, &m)})
+			pu.units = append(pu.units, u[:]...)
+		}
+		p += int(m.size)
 	}
+	if p == 0 {
+		return 0, nil
+	}
+	for _, pu := range pend {
+		if err := s.cqPut(pu.cq, pu.q0, pu.units); err != nil {
+			return 0, s.setReadOnly(err)
+		}
+	}
+	if s.idx != nil {
+		_ = s.idx.advance(d + int64(p))
+	}
+	s.dispatched.Store(d + int64(p))
+	if len(pend) > 0 {
+		s.cbMu.RLock()
+		fns := s.onDispatch
+		s.cbMu.RUnlock()
+		for i, pu := range pend {
+			seen := false
+			for _, x := range pend[:i] {
+				seen = seen || x.cq == pu.cq
+			}
+			if seen {
+				continue
+			}
+			_, qmax := pu.cq.bounds()
+			for _, fn := range fns {
+				fn(pu.cq.topic, pu.cq.qid, qmax)
+			}
+		}
+	}
+	return p, nil
+}
+
+// tagsCode is the record's consume-queue tags code; topic is its queue's
+// (already allocated) topic name.
+func (s *Store) tagsCode(topic string, m *recordMeta) int64 {
 	if s.cfg.TagsCode != nil {
-		return s.cfg.TagsCode(string(m.topic), ParseProperties(string(m.props)), m.storeTimestamp)
+		return s.cfg.TagsCode(topic, Props(m.props), m.storeTimestamp)
 	}
-	if t, ok := lookupPropertyBytes(m.props, PropertyTags); ok {
-		return int64(javaHashBytes(t))
-	}
-	return 0
+	h, _ := Props(m.props).JavaHash(PropertyTags)
+	return int64(h)
 }
 
 // WaitDispatched blocks until every record below offset is in the consume

@@ -77,7 +77,10 @@
 //	String.hashCode(TAGS) sign-extended (0 without tags), or Config.TagsCode.
 //
 // Units are written by one dispatcher that follows the CommitLog from the
-// dispatched offset, the same way behind Append and AppendRaw. A queue whose
+// dispatched offset, the same way behind Append and AppendRaw. A replica that
+// takes bytes with AppendRawVerified hands them to DispatchRaw afterwards, and
+// the dispatcher, when idle and caught up, builds their units from those bytes
+// instead of reading them back from the file. A queue whose
 // first record arrives at queue offset N (a replica that started at the
 // master's last segment) starts at N; units before N read as zero (blank).
 // Transactional prepared and rollback records get no unit and queue offset 0.

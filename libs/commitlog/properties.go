@@ -1,6 +1,7 @@
 package commitlog
 
 import (
+	"bytes"
 	"encoding/binary"
 	"encoding/hex"
 	"fmt"
@@ -119,14 +120,9 @@ func lookupProperty(props []byte, name string) (string, bool) {
 	return "", false
 }
 
-func indexByte(b []byte, c byte) int {
-	for i, x := range b {
-		if x == c {
-			return i
-		}
-	}
-	return -1
-}
+// indexByte is bytes.IndexByte (vectorised: the dispatcher scans every
+// record's properties for the keys, tags and delay fields it indexes).
+func indexByte(b []byte, c byte) int { return bytes.IndexByte(b, c) }
 
 // JavaStringHash is Java's String.hashCode over the UTF-16 code units of s
 // (h = 31*h + c, wrapping int32); invalid UTF-8 counts as U+FFFD.
@@ -153,22 +149,6 @@ func DefaultTagsCode(props string) int64 {
 		return int64(JavaStringHash(t))
 	}
 	return 0
-}
-
-// DefaultTagsCodeBytes is DefaultTagsCode over a record's properties bytes, without
-// allocating.
-func DefaultTagsCodeBytes(props []byte) int64 {
-	if t, ok := lookupPropertyBytes(props, PropertyTags); ok {
-		return int64(javaHashBytes(t))
-	}
-	return 0
-}
-
-// HasPropertyBytes reports whether props holds name with a value (as ParseProperties would
-// keep it), without allocating.
-func HasPropertyBytes(props []byte, name string) bool {
-	_, ok := lookupPropertyBytes(props, name)
-	return ok
 }
 
 // OffsetMsgID builds RocketMQ's offset message id: upper-case hex of the store
@@ -250,3 +230,31 @@ func ValidateTopic(topic string) error {
 	}
 	return nil
 }
+
+// Props is a record's properties as stored (name 0x01 value 0x02, repeated),
+// read in place: the dispatcher hands it to Config.TagsCode so that a hook
+// looks up the one or two properties it needs instead of parsing every record's
+// properties into a map. It aliases the record and is valid only during the
+// call.
+type Props []byte
+
+// Get returns the value of name (copied), as ParseProperties would.
+func (p Props) Get(name string) (string, bool) { return lookupProperty(p, name) }
+
+// Has reports whether name has a value, without allocating.
+func (p Props) Has(name string) bool {
+	_, ok := lookupPropertyBytes(p, name)
+	return ok
+}
+
+// JavaHash returns Java's String.hashCode of name's value, without allocating.
+func (p Props) JavaHash(name string) (int32, bool) {
+	v, ok := lookupPropertyBytes(p, name)
+	if !ok {
+		return 0, false
+	}
+	return javaHashBytes(v), true
+}
+
+// Map parses every property (ParseProperties).
+func (p Props) Map() map[string]string { return ParseProperties(string(p)) }

@@ -520,6 +520,17 @@ func (s *Store) corruptAt(off int64, reason string) error {
 
 // checkRecord validates a stored record at physical offset off.
 func (s *Store) checkRecord(b []byte, off int64) (recordMeta, int, error) {
+	return s.checkRecordCRC(b, off, true)
+}
+
+// checkFraming validates a record like checkRecord but skips its body CRC: for
+// bytes whose integrity something else already proved (the CRC of the HA Data
+// frame they arrived in) or that this store verified when it took them.
+func (s *Store) checkFraming(b []byte, off int64) (recordMeta, int, error) {
+	return s.checkRecordCRC(b, off, false)
+}
+
+func (s *Store) checkRecordCRC(b []byte, off int64, crc bool) (recordMeta, int, error) {
 	m, err := parseMeta(b)
 	if err != nil {
 		if errors.Is(err, ErrIncomplete) {
@@ -549,7 +560,7 @@ func (s *Store) checkRecord(b []byte, off int64) (recordMeta, int, error) {
 	if off+int64(m.size)+BlankMinLength > s.segEnd(off) {
 		return m, 0, s.corruptAt(off, "record crosses segment end")
 	}
-	if BodyCRC(m.body) != m.bodyCRC {
+	if crc && BodyCRC(m.body) != m.bodyCRC {
 		return m, 0, s.corruptAt(off, "body crc mismatch")
 	}
 	if !validTopicBytes(m.topic) {
@@ -565,6 +576,20 @@ func (s *Store) checkRecord(b []byte, off int64) (recordMeta, int, error) {
 // at most maxBytes (but always at least one record), never crossing a segment
 // end. Records are validated; a corrupt first record yields ErrCorrupt.
 func (s *Store) ReadRaw(offset int64, maxBytes int) ([]byte, error) {
+	return s.readRaw(nil, offset, maxBytes, true)
+}
+
+// ReadRawInto is ReadRaw into dst (grown when too small; the result aliases it)
+// that checks the records' framing, physical offsets and segment bounds but not
+// their body CRCs: every record was verified when this store took it (Append
+// computes the CRC, AppendRaw and recovery check it), and the HA sender that
+// calls this covers the next hop with the CRC of its Data frame. It is how a
+// master streams its log without one allocation and one CRC pass per batch.
+func (s *Store) ReadRawInto(dst []byte, offset int64, maxBytes int) ([]byte, error) {
+	return s.readRaw(dst, offset, maxBytes, false)
+}
+
+func (s *Store) readRaw(dst []byte, offset int64, maxBytes int, crc bool) ([]byte, error) {
 	if err := s.openErr(); err != nil {
 		return nil, err
 	}
@@ -586,7 +611,7 @@ func (s *Store) ReadRaw(offset int64, maxBytes int) ([]byte, error) {
 	if n < BlankMinLength && end-offset >= BlankMinLength {
 		n = BlankMinLength
 	}
-	buf := make([]byte, n)
+	buf := grow(dst, int(n))
 	if err := s.readAt(buf, offset); err != nil {
 		return nil, err
 	}
@@ -598,13 +623,12 @@ func (s *Store) ReadRaw(offset int64, maxBytes int) ([]byte, error) {
 		size := int(int32(be32(buf[p:])))
 		if p == 0 && size > len(buf) && int64(size) <= end-offset && int64(size) <= s.maxRecordBytes() {
 			// The first record is larger than maxBytes: return it whole.
-			nb := make([]byte, size)
-			if err := s.readAt(nb, offset); err != nil {
+			buf = grow(buf, size)
+			if err := s.readAt(buf, offset); err != nil {
 				return nil, err
 			}
-			buf = nb
 		}
-		_, k, err := s.checkRecord(buf[p:], offset+int64(p))
+		_, k, err := s.checkRecordCRC(buf[p:], offset+int64(p), crc)
 		if err != nil {
 			if p == 0 {
 				return nil, err
@@ -617,4 +641,12 @@ func (s *Store) ReadRaw(offset int64, maxBytes int) ([]byte, error) {
 		p += k
 	}
 	return buf[:p], nil
+}
+
+// grow returns b resized to n bytes, reusing its array when it is large enough.
+func grow(b []byte, n int) []byte {
+	if cap(b) < n {
+		return make([]byte, n)
+	}
+	return b[:n]
 }

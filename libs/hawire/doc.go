@@ -109,7 +109,13 @@
 // an epoch boundary, and a BLANK record (end-of-segment padding, sent with
 // its padding bytes so the copies stay byte-identical) is always its last
 // record and ends exactly at a segment end. The CRC is CRC-32C over the
-// records. "confirmed" is the highest offset held by InSyncReplicas copies.
+// records, and it is the one checksum of the hop: the master does not
+// re-verify the records' body CRCs when it reads them for a slave (its log
+// checked them when it took them; RawReaderInto), and a slave whose log can
+// take verified bytes (VerifiedAppender) appends what passed the frame CRC
+// without checksumming it again, then builds its indexes from the same bytes.
+// Record framing is checked on both sides. "confirmed" is the highest offset
+// held by InSyncReplicas copies.
 //
 // # Proofs
 //
@@ -252,7 +258,10 @@
 //	                       send arrived; stored on the master only
 //
 // Waiters are kept ordered by end offset; one ack completes every waiter it
-// covers, and one timer completes expired ones at their deadline. In strict
+// covers, and one timer completes expired ones at their deadline. A waiter
+// registered with WaitReplicatedFunc is a callback that the goroutine
+// completing it (the ack reader, the timer, Close) calls once it has released
+// the master's lock, so an ack answers the sends it covers directly. In strict
 // mode (MinInSyncReplicas > 1) Master.CanAccept returns ErrNotEnoughInSync
 // before the message is stored. A peer without the secret is refused
 // NOT_AUTHORISED and never counts as a copy, so it cannot turn

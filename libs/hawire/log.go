@@ -29,3 +29,25 @@ type Log interface {
 	// Master's callback becomes a no-op.
 	OnAppend(fn func(maxOffset int64))
 }
+
+// RawReaderInto is an optional Log capability the master's sender uses when
+// the log has it: ReadRaw into a buffer the caller reuses for every batch, and
+// without re-checking the records' body CRCs (the log verified them when it
+// took them; the Data frame's CRC covers the hop to the slave). Framing is
+// still checked, by the log and by CheckRecords. *commitlog.Store has it.
+type RawReaderInto interface {
+	// ReadRawInto is ReadRaw reading into dst (grown when too small); the
+	// result aliases dst.
+	ReadRawInto(dst []byte, offset int64, maxBytes int) ([]byte, error)
+}
+
+// VerifiedAppender is an optional Log capability the slave uses when the log
+// has it: AppendRawVerified appends records whose Data frame CRC the slave has
+// just checked, so the log checks their framing but does not checksum them a
+// second time; DispatchRaw then gives the log the same bytes again, after the
+// acknowledgement went out, so that it builds its indexes from memory instead
+// of reading the records back. Neither retains data. *commitlog.Store has it.
+type VerifiedAppender interface {
+	AppendRawVerified(offset int64, data []byte) error
+	DispatchRaw(offset int64, data []byte)
+}

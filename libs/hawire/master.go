@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"runtime"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -134,7 +135,9 @@ func (m *Master) Close() error {
 		c.close()
 	}
 	m.st.Close()
+	done := m.st.TakeCompleted(nil)
 	m.mu.Unlock()
+	fire(done)
 	m.wg.Wait()
 	return nil
 }
@@ -188,6 +191,47 @@ func (m *Master) WaitReplicated(endOffset int64, deadline time.Time) <-chan Repl
 	}
 	m.mu.Unlock()
 	return ch
+}
+
+// WaitReplicatedFunc is WaitReplicated calling fn with the status instead
+// of sending it on a channel: once, either before it returns (the status is
+// known at once) or from the goroutine that completes the wait: the one that
+// read the slave's ack, the deadline sweeper or Close. fn must not block for
+// long (it holds up that slave's acks) and must not call back into the Master
+// synchronously.
+func (m *Master) WaitReplicatedFunc(endOffset int64, deadline time.Time, fn func(ReplStatus)) {
+	if m.closed.Load() {
+		fn(ReplSlaveNotAvailable)
+		return
+	}
+	logMax := m.log.MaxOffset()
+	m.mu.Lock()
+	if m.closed.Load() {
+		// Close may have completed every waiter already: this one would wait forever.
+		m.mu.Unlock()
+		fn(ReplSlaveNotAvailable)
+		return
+	}
+	first, had := m.st.NextDeadline()
+	st, now := m.st.WaitFunc(endOffset, deadline, logMax, m.now(), fn)
+	if n, ok := m.st.NextDeadline(); !now && ok && (!had || n.Before(first)) {
+		select {
+		case m.sweepWake <- struct{}{}:
+		default:
+		}
+	}
+	m.mu.Unlock()
+	if now {
+		fn(st)
+	}
+}
+
+// fire calls the callback waiters the state completed (mu not held).
+func fire(done []Completion) {
+	for i, c := range done {
+		c.Fn(c.Status)
+		done[i] = Completion{}
+	}
 }
 
 // InSyncCount is the number of copies in sync, the master included.
@@ -391,7 +435,9 @@ func (m *Master) serve(mc *masterConn, hello Hello) {
 		old = m.conns[replaced]
 		m.publishWakers()
 	}
+	fired := m.st.TakeCompleted(nil)
 	m.mu.Unlock()
+	fire(fired)
 	if ef != nil {
 		lg.WithFields(logrus.Fields{"code": ef.Code.String(), "offset": ef.Offset, "slaveMax": hs.MaxOffset}).
 			Warn("HA handshake rejected: " + ef.Message)
@@ -428,6 +474,7 @@ func (m *Master) protocolError(mc *masterConn, lg logrus.FieldLogger, err error)
 }
 
 func (m *Master) readLoop(mc *masterConn, lg logrus.FieldLogger, fr *FrameReader) {
+	var done []Completion
 	for {
 		typ, body, err := fr.Next(MaxControlFrame)
 		if err != nil {
@@ -450,7 +497,11 @@ func (m *Master) readLoop(mc *masterConn, lg logrus.FieldLogger, fr *FrameReader
 			logMax := m.log.MaxOffset()
 			m.mu.Lock()
 			err = m.st.Ack(mc.id, a, logMax, m.now())
+			done = m.st.TakeCompleted(done[:0])
 			m.mu.Unlock()
+			// The sends this ack covers are answered from here, with no
+			// goroutine in between.
+			fire(done)
 			if err != nil {
 				lg.WithError(err).WithFields(logrus.Fields{"written": a.Written, "flushed": a.Flushed, "masterMax": logMax}).
 					Error("HA invalid acknowledgement; closing connection")
@@ -473,6 +524,20 @@ func (m *Master) sendLoop(mc *masterConn, lg logrus.FieldLogger, done <-chan str
 	timer := time.NewTimer(m.cfg.HeartbeatInterval)
 	defer timer.Stop()
 	hdr := make([]byte, 0, 64)
+	// One read buffer per connection, reused for every batch: it is free
+	// again once write returns.
+	rd, _ := m.log.(RawReaderInto)
+	var rbuf []byte
+	read := func(off int64, n int) ([]byte, error) {
+		if rd == nil {
+			return m.log.ReadRaw(off, n)
+		}
+		b, err := rd.ReadRawInto(rbuf[:0], off, n)
+		if cap(b) > cap(rbuf) && cap(b) <= 2*m.cfg.TransferBatchSize {
+			rbuf = b[:0] // a single record larger than that is read into a buffer of its own
+		}
+		return b, err
+	}
 	for {
 		logMax := m.log.MaxOffset()
 		now := m.now()
@@ -492,10 +557,10 @@ func (m *Master) sendLoop(mc *masterConn, lg logrus.FieldLogger, done <-chan str
 				m.refuse(mc, CodeOffsetTooOld, min, "offset deleted while streaming")
 				return
 			}
-			data, err := m.log.ReadRaw(plan.Offset, plan.MaxBytes)
+			data, err := read(plan.Offset, plan.MaxBytes)
 			if err == nil && len(data) == 0 {
 				// A record larger than the batch: read it whole.
-				data, err = m.log.ReadRaw(plan.Offset, MaxDataFrame-DataHeaderLen)
+				data, err = read(plan.Offset, MaxDataFrame-DataHeaderLen)
 			}
 			if err == nil && len(data) == 0 {
 				err = fmt.Errorf("%w: no record readable at %d below max %d", ErrPartialRecord, plan.Offset, logMax)
@@ -543,6 +608,11 @@ func (m *Master) sendLoop(mc *masterConn, lg logrus.FieldLogger, done <-chan str
 		timer.Reset(max(wait, time.Millisecond))
 		select {
 		case <-mc.wake:
+			// Let the appends woken with this one (a group commit, a burst of
+			// sends) land first, so they leave in one frame: one slave append
+			// and one ack instead of several. With nothing else runnable this
+			// returns at once.
+			runtime.Gosched()
 		case <-timer.C:
 		case <-done:
 			return
@@ -568,6 +638,7 @@ func (m *Master) sweeper() {
 		now := m.now()
 		m.mu.Lock()
 		dead := m.st.Expire(now)
+		done := m.st.TakeCompleted(nil)
 		var conns []*masterConn
 		for _, id := range dead {
 			if c := m.conns[id]; c != nil {
@@ -583,6 +654,7 @@ func (m *Master) sweeper() {
 			next = min(next, max(d.Sub(now), 0))
 		}
 		m.mu.Unlock()
+		fire(done)
 		for _, c := range conns {
 			m.lg.WithField("peer", c.c.RemoteAddr().String()).Warn("HA slave silent for longer than the housekeeping interval; dropping it")
 			c.close()

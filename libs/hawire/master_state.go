@@ -329,6 +329,37 @@ func (s *MasterState) Wait(endOffset int64, deadline time.Time, logMax int64, no
 	return ch
 }
 
+// WaitFunc is Wait for a caller that wants to be called rather than to
+// receive: fn gets exactly one status. When the status is known at once,
+// WaitFunc returns it with ok set and never calls fn; otherwise fn is
+// queued when an Ack, Expire or Close completes the waiter, and the driver
+// calls it from TakeCompleted, outside its lock. An ack thereby answers the
+// waiting send from the goroutine that read it, with no hand-off.
+func (s *MasterState) WaitFunc(endOffset int64, deadline time.Time, logMax int64, now time.Time, fn func(ReplStatus)) (ReplStatus, bool) {
+	switch {
+	case s.cfg.InSyncReplicas <= 1 || s.quorumAck() >= endOffset:
+		return ReplOK, true
+	case s.InSyncCount(logMax) < s.cfg.InSyncReplicas:
+		return ReplSlaveNotAvailable, true
+	case !deadline.After(now):
+		return ReplTimeout, true
+	}
+	s.waiters.add(&waiter{end: endOffset, deadline: deadline, fn: fn})
+	return 0, false
+}
+
+// TakeCompleted appends the callback waiters completed since the last call
+// to dst and forgets them.
+func (s *MasterState) TakeCompleted(dst []Completion) []Completion {
+	if len(s.waiters.fired) == 0 {
+		return dst
+	}
+	dst = append(dst, s.waiters.fired...)
+	clear(s.waiters.fired)
+	s.waiters.fired = s.waiters.fired[:0]
+	return dst
+}
+
 // Pending is the number of waiters not completed yet.
 func (s *MasterState) Pending() int { return s.waiters.Len() }
 

@@ -36,12 +36,25 @@ func (s ReplStatus) String() string {
 type waiter struct {
 	end      int64
 	deadline time.Time
-	ch       chan ReplStatus
-	hidx     int // index in the deadline heap, -1 once completed
+	ch       chan ReplStatus  // buffered 1; nil for a callback waiter
+	fn       func(ReplStatus) // callback waiter: queued in fired, called by the driver
+	hidx     int              // index in the deadline heap, -1 once completed
+	q        *waitQueue
 }
 
 func (w *waiter) complete(s ReplStatus) {
+	if w.fn != nil {
+		w.q.fired = append(w.q.fired, Completion{Fn: w.fn, Status: s})
+		return
+	}
 	w.ch <- s // buffered 1, completed exactly once
+}
+
+// Completion is a callback waiter that completed: the driver calls Fn(Status)
+// after releasing its lock (TakeCompleted).
+type Completion struct {
+	Fn     func(ReplStatus)
+	Status ReplStatus
 }
 
 // waitQueue holds pending SYNC waiters ordered by end offset (for acks) and
@@ -51,11 +64,13 @@ type waitQueue struct {
 	byOff  []*waiter // ascending end; completed ones are skipped lazily
 	head   int
 	byTime deadlineHeap
+	fired  []Completion // completed callback waiters not yet taken
 }
 
 func (q *waitQueue) Len() int { return len(q.byTime) }
 
 func (q *waitQueue) add(w *waiter) {
+	w.q = q
 	n := len(q.byOff)
 	if n == q.head || q.byOff[n-1].end <= w.end {
 		q.byOff = append(q.byOff, w)

@@ -4,6 +4,8 @@ import (
 	"strconv"
 	"strings"
 	"sync/atomic"
+
+	"github.com/rmqha/rmqha/libs/commitlog"
 )
 
 // PropertyDelaySource is set on every delivered copy: "<level>:<queue offset>" of the
@@ -31,9 +33,12 @@ func (d *Delivered) Next(level int) int64 {
 }
 
 // Observe records a delivered copy's source; other messages are ignored.
-func (d *Delivered) Observe(props map[string]string) {
-	v, ok := props[PropertyDelaySource]
-	if !ok || d == nil {
+func (d *Delivered) Observe(props commitlog.Props) {
+	if d == nil {
+		return
+	}
+	v, ok := props.Get(PropertyDelaySource)
+	if !ok {
 		return
 	}
 	ls, os, ok := strings.Cut(v, ":")
@@ -59,9 +64,9 @@ func deliverySource(level int, qoff int64) string {
 }
 
 // TagsCodeObserving is TagsCode that also feeds d with every delivered copy dispatched.
-func TagsCodeObserving(l Levels, d *Delivered) func(topic string, props map[string]string, storeTimestamp int64) int64 {
+func TagsCodeObserving(l Levels, d *Delivered) func(topic string, props commitlog.Props, storeTimestamp int64) int64 {
 	tc := TagsCode(l)
-	return func(topic string, props map[string]string, storeTimestamp int64) int64 {
+	return func(topic string, props commitlog.Props, storeTimestamp int64) int64 {
 		d.Observe(props)
 		return tc(topic, props, storeTimestamp)
 	}

@@ -48,7 +48,7 @@ func openEnv(t testing.TB, dir string, levels Levels, rec *recorder) *env {
 
 // openEnvWith opens the store with the given TagsCode hook (nil: the
 // store's default, TAGS hash codes everywhere).
-func openEnvWith(t testing.TB, dir string, levels Levels, rec *recorder, hook func(string, map[string]string, int64) int64) *env {
+func openEnvWith(t testing.TB, dir string, levels Levels, rec *recorder, hook func(string, commitlog.Props, int64) int64) *env {
 	t.Helper()
 	cfg := commitlog.DefaultConfig()
 	cfg.Dir = dir

@@ -21,11 +21,10 @@ const (
 
 // DelayLevel returns the DELAY property of a properties string: 0 when absent
 // or not a number (no delay), as RocketMQ's getDelayTimeLevel.
-func DelayLevel(props map[string]string) int {
-	v, ok := props[PropertyDelay]
-	if !ok {
-		return 0
-	}
+func DelayLevel(props map[string]string) int { return parseLevel(props[PropertyDelay]) }
+
+// parseLevel reads a DELAY value; 0 when missing or not a number.
+func parseLevel(v string) int {
 	n, err := strconv.Atoi(v)
 	if err != nil {
 		return 0
@@ -119,17 +118,17 @@ func restore(rec *commitlog.Record, level int) (*commitlog.Message, error) {
 // the delivery timestamp in ms (storeTimestamp + the delay of the DELAY
 // level, clamped to Max; storeTimestamp itself — due at once — when DELAY is
 // missing or below 1), for any other topic Java String.hashCode of TAGS,
-// sign-extended, or 0 without tags.
-func TagsCode(l Levels) func(topic string, props map[string]string, storeTimestamp int64) int64 {
-	return func(topic string, props map[string]string, storeTimestamp int64) int64 {
+// sign-extended, or 0 without tags. It reads the two properties in place,
+// without a map: it runs for every record a store dispatches.
+func TagsCode(l Levels) func(topic string, props commitlog.Props, storeTimestamp int64) int64 {
+	return func(topic string, props commitlog.Props, storeTimestamp int64) int64 {
 		if topic == Topic {
-			d, _ := l.Delay(l.Clamp(DelayLevel(props)))
+			v, _ := props.Get(PropertyDelay)
+			d, _ := l.Delay(l.Clamp(parseLevel(v)))
 			return storeTimestamp + d.Milliseconds()
 		}
-		if t, ok := props[commitlog.PropertyTags]; ok && t != "" {
-			return int64(commitlog.JavaStringHash(t))
-		}
-		return 0
+		h, _ := props.JavaHash(commitlog.PropertyTags)
+		return int64(h)
 	}
 }
 

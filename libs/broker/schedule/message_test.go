@@ -97,7 +97,11 @@ func TestRestoreRejects(t *testing.T) {
 func TestTagsCode(t *testing.T) {
 	l, err := ParseLevels("100ms 300ms 1s")
 	require.NoError(t, err)
-	hook := TagsCode(l)
+	tc := TagsCode(l)
+	// The hook reads the stored properties bytes.
+	hook := func(topic string, m map[string]string, ts int64) int64 {
+		return tc(topic, commitlog.Props(commitlog.AppendProperties(nil, m)), ts)
+	}
 	require.Equal(t, int64(1000+300), hook(Topic, map[string]string{"DELAY": "2", "TAGS": "x"}, 1000))
 	require.Equal(t, int64(1000+1000), hook(Topic, map[string]string{"DELAY": "9"}, 1000), "clamped to the highest level")
 	require.Equal(t, int64(1000), hook(Topic, map[string]string{}, 1000), "no DELAY: due at once")

@@ -128,8 +128,11 @@ func (s *Service) Rules() Rules { return s.cfg.Rules() }
 // Observe feeds a dispatched record's properties (the store's TagsCode hook): a delivered
 // copy tells how far delivery got. A slot later than now is ignored (no delivery fires
 // early, so such a copy was not written by one).
-func (s *Service) Observe(topic string, props map[string]string) {
-	slot, qoff, ok := DeliveredSource(topic, props)
+func (s *Service) Observe(topic string, props commitlog.Props) {
+	if topic == Topic || !props.Has(PropertyDequeueMs) {
+		return // not a delivered timer copy: no map for the records that are not
+	}
+	slot, qoff, ok := DeliveredSource(topic, props.Map())
 	if !ok || slot > s.cfg.Now().UnixMilli() {
 		return
 	}

@@ -204,8 +204,8 @@ func TestServiceFollowsObservedCopies(t *testing.T) {
 	require.NoError(t, err)
 	// The master delivered it: the replica sees the copy, and a forged one from the future
 	// changes nothing.
-	s.Observe(cp.Topic, commitlog.ParseProperties(cp.Properties))
-	s.Observe("T", map[string]string{PropertySource: "99999999999999:5", PropertyDequeueMs: "1"})
+	s.Observe(cp.Topic, commitlog.Props(cp.Properties))
+	s.Observe("T", commitlog.Props(commitlog.AppendProperties(nil, map[string]string{PropertySource: "99999999999999:5", PropertyDequeueMs: "1"})))
 	require.Eventually(t, func() bool { return s.Stats().Cursor == out }, 5*time.Second, 10*time.Millisecond)
 	s.StartDelivery() // promoted
 	e.send("new", 100*time.Millisecond)

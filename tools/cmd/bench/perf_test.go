@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"fmt"
 	"io"
@@ -50,7 +51,10 @@ func sampleProc(pid int) (procSample, error) {
 	return s, nil
 }
 
-var sentRE = regexp.MustCompile(`send:\s+(\d+) messages in ([0-9.]+)s`)
+var (
+	sentRE    = regexp.MustCompile(`send:\s+(\d+) messages in ([0-9.]+)s`)
+	latencyRE = regexp.MustCompile(`latency: p50 (\S+)\s+p99 (\S+)`)
+)
 
 // perfRun is one bench run against one build's group.
 type perfRun struct {
@@ -59,17 +63,20 @@ type perfRun struct {
 	benchUS           float64
 	masterSys         float64 // read+write syscalls per message on the master
 	masterReads       float64 // of which reads
+	p50, p99          float64 // send latency, µs
 	line              string  // the bench's own cpu/alloc line, when it prints one
 }
 
 // TestPerfCompare runs the bench binary of two builds against groups of their own binaries in
-// the same run (interleaved, median of 3) and prints msg/s and CPU µs per message of the master,
-// the slave and the bench process. It runs only when RMQHA_PERF_BINS names the builds, e.g.
-// RMQHA_PERF_BINS=base=/tmp/bin-main,new=$PWD/bin; RMQHA_PERF_SECONDS sets each run's length.
-// RMQHA_PERF_PROFILE=DIR also turns on httpPprofEnable on the masters and saves, for each build
-// and setting, a CPU and an allocation profile of the master taken during the first run
-// (DIR/ROLE-SETTING-LABEL.cpu.pprof, and .allocs-before.pprof and .allocs.pprof to read with
-// pprof -base for the allocations of the run alone).
+// the same run (interleaved, median of 3) and prints msg/s, send latency p50/p99 and CPU µs per
+// message of the master, the slave and the bench process. It runs only when RMQHA_PERF_BINS
+// names the builds, e.g. RMQHA_PERF_BINS=base=/tmp/bin-main,new=$PWD/bin; RMQHA_PERF_SECONDS
+// sets each run's length. RMQHA_PERF_CATCHUP=MiB also times each ASYNC_MASTER group's slave
+// catching up a backlog of that size (interleaved, median of 3), beside one loopback TCP
+// stream measured between the runs. RMQHA_PERF_PROFILE=DIR also turns on httpPprofEnable on
+// the masters and saves, for each build and setting, a CPU and an allocation profile of the
+// master taken during the first run (DIR/ROLE-SETTING-LABEL.cpu.pprof, and .allocs-before.pprof
+// and .allocs.pprof to read with pprof -base for the allocations of the run alone).
 func TestPerfCompare(t *testing.T) {
 	spec := os.Getenv("RMQHA_PERF_BINS")
 	if spec == "" {
@@ -99,7 +106,7 @@ func TestPerfCompare(t *testing.T) {
 		{"inflight=1", []string{"-producers", "1", "-mode", "sync"}},
 	}
 	var report strings.Builder
-	fmt.Fprintf(&report, "%-12s %-11s %-6s %9s %10s %10s %10s %10s %10s\n", "role", "setting", "build", "msg/s", "master_us", "slave_us", "bench_us", "master_sc", "master_rd")
+	fmt.Fprintf(&report, "%-12s %-11s %-6s %9s %9s %9s %10s %10s %10s %10s %10s\n", "role", "setting", "build", "msg/s", "p50_us", "p99_us", "master_us", "slave_us", "bench_us", "master_sc", "master_rd")
 	for _, role := range roles {
 		groups := make([]*e2e.Group, len(builds))
 		for i, b := range builds {
@@ -145,12 +152,16 @@ func TestPerfCompare(t *testing.T) {
 					slices.Sort(v)
 					return v[len(v)/2]
 				}
-				fmt.Fprintf(&report, "%-12s %-11s %-6s %9.0f %10.2f %10.2f %10.2f %10.2f %10.2f  %s\n", role, st.name, b.label,
-					med(func(r perfRun) float64 { return r.rate }), med(func(r perfRun) float64 { return r.masterUS }),
+				fmt.Fprintf(&report, "%-12s %-11s %-6s %9.0f %9.0f %9.0f %10.2f %10.2f %10.2f %10.2f %10.2f  %s\n", role, st.name, b.label,
+					med(func(r perfRun) float64 { return r.rate }), med(func(r perfRun) float64 { return r.p50 }),
+					med(func(r perfRun) float64 { return r.p99 }), med(func(r perfRun) float64 { return r.masterUS }),
 					med(func(r perfRun) float64 { return r.slaveUS }), med(func(r perfRun) float64 { return r.benchUS }),
 					med(func(r perfRun) float64 { return r.masterSys }), med(func(r perfRun) float64 { return r.masterReads }),
 					runs[i][len(runs[i])-1].line)
 			}
+		}
+		if mib, _ := strconv.Atoi(os.Getenv("RMQHA_PERF_CATCHUP")); mib > 0 && role == "ASYNC_MASTER" {
+			perfCatchUp(t, &report, groups, func(i int) string { return builds[i].label }, int64(mib)<<20)
 		}
 		for _, g := range groups {
 			g.Master.Kill()
@@ -196,6 +207,13 @@ func perfOnce(t *testing.T, bin string, args []string, master, slave *harness.Pr
 		masterSys:   float64(m1.syscalls-m0.syscalls) / n,
 		masterReads: float64(m1.reads-m0.reads) / n,
 	}
+	if lm := latencyRE.FindStringSubmatch(out.String()); lm != nil {
+		for i, v := range []*float64{&r.p50, &r.p99} {
+			if d, err := time.ParseDuration(lm[i+1]); err == nil {
+				*v = float64(d.Nanoseconds()) / 1e3
+			}
+		}
+	}
 	for _, line := range strings.Split(out.String(), "\n") {
 		if strings.HasPrefix(line, "allocs:") {
 			r.line = strings.Join(strings.Fields(line), " ")
@@ -238,5 +256,29 @@ func startProfile(t *testing.T, statusAddr, prefix string, secs int) func() {
 		require.NoError(t, os.WriteFile(prefix+".allocs-before.pprof", before, 0o644))
 		require.NoError(t, os.WriteFile(prefix+".allocs.pprof", after, 0o644))
 		t.Logf("profiles of %s in %s.{cpu,allocs,allocs-before}.pprof (go tool pprof -base ...allocs-before.pprof ...allocs.pprof)", statusAddr, prefix)
+	}
+}
+
+// perfCatchUp times each group's slave catching up a backlog of backlog bytes (catchUp, the
+// table's row), interleaved across builds, median of 3, beside the loopback TCP rate measured
+// before each round.
+func perfCatchUp(t *testing.T, report *strings.Builder, groups []*e2e.Group, label func(int) string, backlog int64) {
+	sz := tableSizes{Backlog: backlog, BacklogMsg: 16 << 10}
+	rows := make([][]tableRow, len(groups))
+	var tcp []float64
+	for rep := 0; rep < 3; rep++ {
+		v, err := loopbackThroughput(256 << 20)
+		require.NoError(t, err)
+		tcp = append(tcp, v)
+		for i, g := range groups {
+			rows[i] = append(rows[i], catchUp(t, g, sz, v))
+		}
+	}
+	slices.Sort(tcp)
+	fmt.Fprintf(report, "catch-up of %d MiB (16 KiB messages), loopback TCP one stream %.0f MB/s (median)\n", backlog>>20, tcp[1]/1e6)
+	for i, rs := range rows {
+		slices.SortFunc(rs, func(a, b tableRow) int { return cmp.Compare(a.Ratio, b.Ratio) })
+		m := rs[1]
+		fmt.Fprintf(report, "  %-6s %8.0f MB/s  ratio %.3f  CPU µs/msg %s  (%s)\n", label(i), m.Value, m.Ratio, m.cpuString(), m.Note)
 	}
 }
