@@ -178,9 +178,18 @@ func (c *Client) Invoke(ctx context.Context, addr string, req *Command) (*Comman
 			return nil, err
 		}
 	}
-	cp := c.prepare(req)
-	cp.Flag &^= FlagResponse | FlagOneway
-	resp, err := cc.link.call(ctx, cp, timeout)
+	// Unsigned, the copy stays on this stack: the link encodes it before call waits and keeps
+	// no pointer to it. A Signer is an opaque function, so a signed copy goes to the heap.
+	var cp Command
+	out := &cp
+	if c.cfg.Signer != nil {
+		out = c.prepare(req)
+	} else {
+		cp = *req
+		cp.Opaque = c.opaque.Add(1)
+	}
+	out.Flag &^= FlagResponse | FlagOneway
+	resp, err := cc.link.call(ctx, out, timeout)
 	if err != nil {
 		return nil, fmt.Errorf("%w (addr %s)", err, addr)
 	}

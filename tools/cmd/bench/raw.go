@@ -57,20 +57,22 @@ type sendSlot struct {
 // a JSON escape of fourteen keys per message. A signer signs ExtFields only, so signed
 // requests keep the map.
 type sendHeader struct {
-	topic, queueID, bname, bornTimestamp, properties string
+	topic, bname, properties string
+	queueID                  int
+	bornMs                   int64
 }
 
 func (h *sendHeader) AppendExt(w remoting.ExtWriter) remoting.ExtWriter {
 	w.String("batch", "false")
 	w.String("bname", h.bname)
-	w.String("bornTimestamp", h.bornTimestamp)
+	w.Int("bornTimestamp", h.bornMs)
 	w.String("defaultTopic", "TBW102")
 	w.String("defaultTopicQueueNums", "4")
 	w.String("flag", "0")
 	w.String("maxReconsumeTimes", "0")
 	w.String("producerGroup", "bench-pg")
 	w.String("properties", h.properties)
-	w.String("queueId", h.queueID)
+	w.Int("queueId", int64(h.queueID))
 	w.String("reconsumeTimes", "0")
 	w.String("sysFlag", "0")
 	w.String("topic", h.topic)
@@ -81,7 +83,7 @@ func (h *sendHeader) AppendExt(w remoting.ExtWriter) remoting.ExtWriter {
 func (p *rawProducer) newSlot() *sendSlot {
 	body := p.st.body(p.cfg.Size)
 	if p.cfg.credentials().Empty() {
-		h := &sendHeader{topic: p.cfg.Topic, queueID: "0", bornTimestamp: "0"}
+		h := &sendHeader{topic: p.cfg.Topic}
 		req := remoting.NewRequest(remoting.SendMessage, nil, body)
 		req.ExtFields, req.ExtAppend = nil, h
 		return &sendSlot{req: req, hdr: h}
@@ -100,35 +102,26 @@ func (p *rawProducer) request(s *sendSlot) string {
 	k := int(p.next.Add(1)-1) % len(p.queues)
 	q := p.queues[k]
 	now := time.Now()
-	if ms := now.UnixMilli(); ms != s.bornMs { // a new string at most once a millisecond
-		s.bornMs = ms
-		s.set("bornTimestamp", strconv.FormatInt(ms, 10))
+	if h := s.hdr; h != nil { // typed: numbers are written as they are encoded
+		h.bornMs, h.queueID, h.bname = now.UnixMilli(), q.queueID, q.brokerName
+	} else {
+		ext := s.req.ExtFields
+		ext["queueId"] = p.qids[k]
+		ext["bname"] = q.brokerName
+		if ms := now.UnixMilli(); ms != s.bornMs { // a new string at most once a millisecond
+			s.bornMs = ms
+			ext["bornTimestamp"] = strconv.FormatInt(ms, 10)
+		}
 	}
-	s.set("queueId", p.qids[k])
-	s.set("bname", q.brokerName)
 	binary.BigEndian.PutUint64(s.req.Body[8:16], uint64(now.UnixNano()))
 	if p.cfg.Keys {
-		s.set("properties", p.keyProperties())
+		if s.hdr != nil {
+			s.hdr.properties = p.keyProperties()
+		} else {
+			s.req.ExtFields["properties"] = p.keyProperties()
+		}
 	}
 	return q.addrs[0]
-}
-
-// set changes one of the header fields a message changes.
-func (s *sendSlot) set(key, v string) {
-	if s.hdr == nil {
-		s.req.ExtFields[key] = v
-		return
-	}
-	switch key {
-	case "bornTimestamp":
-		s.hdr.bornTimestamp = v
-	case "queueId":
-		s.hdr.queueID = v
-	case "bname":
-		s.hdr.bname = v
-	case "properties":
-		s.hdr.properties = v
-	}
 }
 
 // keyProperties is one message's UNIQ_KEY and KEYS (-keys): the run id and a sequence number,

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"strconv"
 	"testing"
 
 	"github.com/rmqha/rmqha/libs/remoting"
@@ -29,10 +30,9 @@ func TestSendHeaderBytes(t *testing.T) {
 		require.Nil(t, mapped.hdr)
 		for i := 0; i < 5; i++ {
 			p.request(typed)
-			mapped.bornMs = typed.bornMs
-			mapped.req.ExtFields["bornTimestamp"] = typed.hdr.bornTimestamp
 			pm.request(mapped)
-			copy(mapped.req.Body, typed.req.Body) // the send time
+			mapped.req.ExtFields["bornTimestamp"] = strconv.FormatInt(typed.hdr.bornMs, 10) // the same millisecond
+			copy(mapped.req.Body, typed.req.Body)                                           // the send time
 
 			require.Equal(t, typed.hdr.properties, mapped.req.ExtFields["properties"])
 			want := remoting.AppendFrame(nil, mapped.req)
