@@ -49,6 +49,24 @@ type sendSlot struct {
 	req    *remoting.Command
 	bornMs int64
 	hdr    *sendHeader // nil: the header is the ext map (signed requests)
+	answer sendAnswer
+}
+
+// sendAnswer is what the producer takes from a send's answer header, decoded typed
+// (remoting.Client.InvokeExt) into the slot's own fields instead of a map per answer: the
+// message id and the queue offset, as a client's SendResult holds them.
+type sendAnswer struct {
+	msgID       []byte
+	queueOffset int64
+}
+
+func (a *sendAnswer) DecodeExt(k, v []byte) {
+	switch string(k) {
+	case "msgId":
+		a.msgID = append(a.msgID[:0], v...)
+	case "queueOffset":
+		a.queueOffset, _ = strconv.ParseInt(string(v), 10, 64)
+	}
 }
 
 // sendHeader is SEND_MESSAGE's custom header kept typed and written straight into the frame
@@ -190,7 +208,7 @@ func (p *rawProducer) sendLoop(ctx context.Context, stop <-chan struct{}, s *sen
 			p.st.sendDone(StatusOneway, time.Since(start), err)
 			continue
 		}
-		p.invoke(ctx, addr, s.req, start)
+		p.invoke(ctx, addr, s, start)
 	}
 }
 
@@ -213,7 +231,7 @@ func (p *rawProducer) barrier(ctx context.Context) {
 	}
 }
 
-func (p *rawProducer) invoke(ctx context.Context, addr string, req *remoting.Command, start time.Time) {
+func (p *rawProducer) invoke(ctx context.Context, addr string, s *sendSlot, start time.Time) {
 	// The client's request timeout is the send timeout: a run context without a deadline
 	// needs no context of its own per message.
 	if _, ok := ctx.Deadline(); ok {
@@ -221,13 +239,16 @@ func (p *rawProducer) invoke(ctx context.Context, addr string, req *remoting.Com
 		defer cancel()
 		ctx = ictx
 	}
-	resp, err := p.cli.Invoke(ctx, addr, req)
+	s.answer.queueOffset = -1
+	resp, err := p.cli.InvokeExt(ctx, addr, s.req, &s.answer)
 	if err != nil {
 		p.st.sendDone("", 0, err)
 		return
 	}
 	status, err := sendStatus(resp)
-	resp.ReleaseExt() // only the code and remark are read: the next answer's fields go into its map
+	if status == StatusOK && s.answer.queueOffset < 0 {
+		err = fmt.Errorf("%s answer without a queueOffset", status)
+	}
 	p.st.sendDone(status, time.Since(start), err)
 }
 
