@@ -15,7 +15,9 @@ func TestSendHeaderBytes(t *testing.T) {
 		cfg := DefaultConfig()
 		cfg.Keys = keys
 		st := newStats()
-		p := &rawProducer{cfg: cfg, st: st, qids: []string{"3", "12"}, queues: []queueRef{
+		fixed, err := newSendTemplates(cfg.Topic)
+		require.NoError(t, err)
+		p := &rawProducer{cfg: cfg, st: st, fixed: fixed, qids: []string{"3", "12"}, queues: []queueRef{
 			{brokerName: "broker-a", queueID: 3, addrs: map[int64]string{0: "127.0.0.1:10911"}},
 			{brokerName: "broker-\"b\"", queueID: 12, addrs: map[int64]string{0: "127.0.0.1:10912"}},
 		}}
