@@ -118,8 +118,7 @@ func decodeResponseRaw(frame []byte) *Command {
 	if byte(word>>24) != SerializeJSON || hlen > len(frame)-headerWordSize {
 		return nil
 	}
-	buf := append([]byte(nil), frame...)
-	c := &Command{}
+	c, buf := newRawCommand(frame)
 	f := fastScanner{b: buf[headerWordSize : headerWordSize+hlen]}
 	if f.peek() != '{' {
 		return nil
@@ -212,6 +211,27 @@ func decodeResponseRaw(frame []byte) *Command {
 		c.Body = body
 	}
 	return c
+}
+
+// rawSmallFrame is the largest answer kept in one allocation with its Command (a send's
+// answer is about 250 bytes).
+const rawSmallFrame = 512
+
+// rawCommand is a Command and the copy of its frame in one allocation.
+type rawCommand struct {
+	c   Command
+	buf [rawSmallFrame]byte
+}
+
+// newRawCommand returns a zero Command and a copy of frame: one allocation for a small frame.
+// The Command pins the copy, which holds nothing but its own header and body.
+func newRawCommand(frame []byte) (*Command, []byte) {
+	if len(frame) <= rawSmallFrame {
+		rc := &rawCommand{}
+		n := copy(rc.buf[:], frame)
+		return &rc.c, rc.buf[:n:n]
+	}
+	return &Command{}, append([]byte(nil), frame...)
 }
 
 // emptyRawExt marks a typed-path command without custom header fields.
