@@ -159,6 +159,26 @@ func (c *Client) HandleRequest(code int32, h func(req *Command) *Command) {
 // fresh opaque, so one Command may be sent concurrently. The deadline is ctx's, or
 // RequestTimeout when ctx has none; it covers dialling too.
 func (c *Client) Invoke(ctx context.Context, addr string, req *Command) (*Command, error) {
+	resp, err := c.invoke(ctx, addr, req, false)
+	if err == nil && resp.rawExt != nil {
+		resp.extMap() // an answer decoded for a typed call of the same opaque
+	}
+	return resp, err
+}
+
+// InvokeExt is Invoke whose answer's custom header fields go to dec, one by one in this
+// goroutine before it returns, instead of into a map: the returned Command's ExtFields is nil.
+// For callers that read a few fields of a hot answer (extdecode.go).
+func (c *Client) InvokeExt(ctx context.Context, addr string, req *Command, dec ExtDecoder) (*Command, error) {
+	resp, err := c.invoke(ctx, addr, req, true)
+	if err != nil {
+		return nil, err
+	}
+	resp.decodeExt(dec)
+	return resp, nil
+}
+
+func (c *Client) invoke(ctx context.Context, addr string, req *Command, typed bool) (*Command, error) {
 	// Without a ctx deadline the call waits RequestTimeout less what the dial took: a timer
 	// from a pool instead of a context and its timer per call.
 	timeout := time.Duration(0)
@@ -178,9 +198,18 @@ func (c *Client) Invoke(ctx context.Context, addr string, req *Command) (*Comman
 			return nil, err
 		}
 	}
-	cp := c.prepare(req)
-	cp.Flag &^= FlagResponse | FlagOneway
-	resp, err := cc.link.call(ctx, cp, timeout)
+	// Unsigned, the copy stays on this stack: the link encodes it before call waits and keeps
+	// no pointer to it. A Signer is an opaque function, so a signed copy goes to the heap.
+	var cp Command
+	out := &cp
+	if c.cfg.Signer != nil {
+		out = c.prepare(req)
+	} else {
+		cp = *req
+		cp.Opaque = c.opaque.Add(1)
+	}
+	out.Flag &^= FlagResponse | FlagOneway
+	resp, err := cc.link.call(ctx, out, timeout, typed)
 	if err != nil {
 		return nil, fmt.Errorf("%w (addr %s)", err, addr)
 	}
@@ -364,7 +393,13 @@ func (c *Client) readLoop(cc *clientConn) {
 			return
 		}
 		frame := f.data
-		cmd, err := DecodeFrame(frame)
+		var cmd *Command
+		if o, fl, ok := recoverOpaque(frame); ok && fl&FlagResponse != 0 && cc.link.wantsTyped(o) {
+			cmd = decodeResponseRaw(frame) // nil: not a shape the typed path takes
+		}
+		if cmd == nil {
+			cmd, err = DecodeFrame(frame)
+		}
 		if err != nil {
 			// A server that sends undecodable frames cannot be trusted to match answers.
 			cc.log.WithError(err).Warn("remoting: undecodable frame from server, closing connection")

@@ -28,6 +28,10 @@ type Command struct {
 	ExtAppend ExtAppender
 	// Body is the opaque payload after the header.
 	Body []byte
+
+	// rawExt is, on an answer decoded for Client.InvokeExt, the checked extFields object
+	// (ExtFields is nil then); see extdecode.go.
+	rawExt []byte
 }
 
 // NewRequest builds a request. The opaque is assigned by the Client or ServerConn on send.

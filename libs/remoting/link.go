@@ -38,7 +38,7 @@ type link struct {
 	closed    bool
 
 	pmu     sync.Mutex
-	pending map[int32]chan *Command
+	pending map[int32]waiter
 
 	closeOnce sync.Once
 	done      chan struct{}
@@ -50,7 +50,7 @@ func newLink(nc net.Conn, writeTimeout time.Duration) *link {
 		nc:           nc,
 		raw:          nc,
 		writeTimeout: writeTimeout,
-		pending:      make(map[int32]chan *Command),
+		pending:      make(map[int32]waiter),
 		done:         make(chan struct{}),
 	}
 	l.dataCond = sync.NewCond(&l.wmu)
@@ -170,8 +170,16 @@ func (l *link) err() error {
 	return cause
 }
 
+// waiter is a call waiting for its answer.
+type waiter struct {
+	ch chan *Command
+	// typed: the caller takes the custom header through an ExtDecoder (Client.InvokeExt), so
+	// the reader keeps it unparsed instead of filling a map.
+	typed bool
+}
+
 // register adds a waiter for opaque; it returns nil when the link is closed.
-func (l *link) register(opaque int32) chan *Command {
+func (l *link) register(opaque int32, typed bool) chan *Command {
 	ch := replyChan()
 	l.pmu.Lock()
 	defer l.pmu.Unlock()
@@ -179,8 +187,16 @@ func (l *link) register(opaque int32) chan *Command {
 		replyChans.Put(ch)
 		return nil
 	}
-	l.pending[opaque] = ch
+	l.pending[opaque] = waiter{ch: ch, typed: typed}
 	return ch
+}
+
+// wantsTyped reports whether the call waiting for opaque takes its header typed.
+func (l *link) wantsTyped(opaque int32) bool {
+	l.pmu.Lock()
+	w, ok := l.pending[opaque]
+	l.pmu.Unlock()
+	return ok && w.typed
 }
 
 // replyChans holds empty reply channels for reuse: a call puts its channel back only after it
@@ -218,20 +234,21 @@ func (l *link) unregister(opaque int32) {
 // answers after a timeout, answers to oneway calls), which are dropped.
 func (l *link) complete(resp *Command) bool {
 	l.pmu.Lock()
-	ch, ok := l.pending[resp.Opaque]
+	w, ok := l.pending[resp.Opaque]
 	if ok {
 		delete(l.pending, resp.Opaque)
 	}
 	l.pmu.Unlock()
 	if ok {
-		ch <- resp
+		w.ch <- resp
 	}
 	return ok
 }
 
 // call sends req (whose opaque is already set) and waits for the matching response, the
-// deadline, or the link's failure. defTimeout applies when ctx has no deadline.
-func (l *link) call(ctx context.Context, req *Command, defTimeout time.Duration) (*Command, error) {
+// deadline, or the link's failure. defTimeout applies when ctx has no deadline. typed: see
+// waiter.
+func (l *link) call(ctx context.Context, req *Command, defTimeout time.Duration, typed bool) (*Command, error) {
 	var expired <-chan time.Time
 	if _, ok := ctx.Deadline(); !ok && defTimeout > 0 {
 		t := callTimer(defTimeout)
@@ -244,7 +261,7 @@ func (l *link) call(ctx context.Context, req *Command, defTimeout time.Duration)
 	if err := ctx.Err(); err != nil {
 		return nil, requestCtxErr(req, err)
 	}
-	ch := l.register(req.Opaque)
+	ch := l.register(req.Opaque, typed)
 	if ch == nil {
 		return nil, l.closedErr()
 	}

@@ -481,7 +481,7 @@ func (c *ServerConn) SendRequest(ctx context.Context, req *Command) (*Command, e
 	cp := *req
 	cp.Opaque = c.srv.opaque.Add(1)
 	cp.Flag &^= FlagResponse | FlagOneway
-	return c.link.call(ctx, &cp, c.srv.cfg.RequestTimeout)
+	return c.link.call(ctx, &cp, c.srv.cfg.RequestTimeout, false)
 }
 
 // SendOneway sends a server-initiated request with the oneway flag (as Java brokers send

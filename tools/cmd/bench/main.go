@@ -22,6 +22,8 @@ import (
 	"fmt"
 	"os"
 	"os/signal"
+	"runtime/pprof"
+	"sync"
 	"syscall"
 )
 
@@ -29,20 +31,60 @@ func main() {
 	cfg := DefaultConfig()
 	fs := flag.NewFlagSet("bench", flag.ExitOnError)
 	cfg.bindFlags(fs)
+	cpuProfile := fs.String("cpuprofile", "", "write a CPU profile of the whole run to this file (go tool pprof)")
 	_ = fs.Parse(os.Args[1:])
 	if err := cfg.Validate(); err != nil {
 		fmt.Fprintln(os.Stderr, "bench:", err)
 		os.Exit(2)
+	}
+	if *cpuProfile != "" {
+		stopProfile, err := startCPUProfile(*cpuProfile)
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "bench:", err)
+			os.Exit(2)
+		}
+		defer stopProfile()
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
 	defer stop()
 	res, err := Run(ctx, cfg, os.Stdout)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "bench:", err)
-		os.Exit(1)
+		exit(1)
 	}
 	res.Print(os.Stdout)
 	if res.SendErrors > 0 && res.Sent == 0 {
-		os.Exit(1)
+		exit(1)
 	}
+}
+
+// exitHooks run before os.Exit (which skips deferred calls): the CPU profile's flush.
+var exitHooks []func()
+
+func exit(code int) {
+	for _, h := range exitHooks {
+		h()
+	}
+	os.Exit(code)
+}
+
+// startCPUProfile starts profiling into path; the returned function stops and closes it.
+func startCPUProfile(path string) (func(), error) {
+	f, err := os.Create(path)
+	if err != nil {
+		return nil, err
+	}
+	if err := pprof.StartCPUProfile(f); err != nil {
+		_ = f.Close()
+		return nil, err
+	}
+	var once sync.Once
+	stop := func() {
+		once.Do(func() {
+			pprof.StopCPUProfile()
+			_ = f.Close()
+		})
+	}
+	exitHooks = append(exitHooks, stop)
+	return stop, nil
 }

@@ -76,7 +76,9 @@ type perfRun struct {
 // stream measured between the runs. RMQHA_PERF_PROFILE=DIR also turns on httpPprofEnable on
 // the masters and saves, for each build and setting, a CPU and an allocation profile of the
 // master taken during the first run (DIR/ROLE-SETTING-LABEL.cpu.pprof, and .allocs-before.pprof
-// and .allocs.pprof to read with pprof -base for the allocations of the run alone).
+// and .allocs.pprof to read with pprof -base for the allocations of the run alone), and a CPU
+// profile of the bench process itself (DIR/ROLE-SETTING-LABEL.bench.cpu.pprof) when its build
+// has -cpuprofile.
 func TestPerfCompare(t *testing.T) {
 	spec := os.Getenv("RMQHA_PERF_BINS")
 	if spec == "" {
@@ -134,6 +136,9 @@ func TestPerfCompare(t *testing.T) {
 						args = append(args, "-cpu-pids", fmt.Sprintf("master=%d,slave=%d", g.Master.PID(), g.Slave.PID()))
 					}
 					var prof func()
+					if profDir != "" && rep == 0 && benchHasFlag(bin, "cpuprofile") {
+						args = append(args, "-cpuprofile", filepath.Join(profDir, fmt.Sprintf("%s-%s-%s.bench.cpu.pprof", role, st.name, b.label)))
+					}
 					if profDir != "" && rep == 0 {
 						prof = startProfile(t, g.MasterHTTP, filepath.Join(profDir, fmt.Sprintf("%s-%s-%s", role, st.name, b.label)), secs)
 					}
