@@ -253,6 +253,22 @@ func (w *sendWriter) Write(resp *remoting.Command) error {
 	return w.ResponseWriter.Write(resp)
 }
 
+// WriteNoWait is Write without waiting for a congested connection (remoting.NoWaitWriter): it
+// counts only an answer that was queued.
+func (w *sendWriter) WriteNoWait(resp *remoting.Command) (bool, error) {
+	nw, ok := w.ResponseWriter.(remoting.NoWaitWriter)
+	if !ok {
+		return true, w.Write(resp)
+	}
+	o := w.m.sendObs(resp.Code)
+	queued, err := nw.WriteNoWait(resp)
+	if queued && w.done.CompareAndSwap(false, true) {
+		o.count.Inc()
+		o.latency.Observe(w.m.now().Sub(w.arrival).Seconds())
+	}
+	return queued, err
+}
+
 // instrumentSend wraps a send's writer (when instrumentation is on).
 func (m *brokerMetrics) instrumentSend(w remoting.ResponseWriter) remoting.ResponseWriter {
 	if !m.on {

@@ -99,7 +99,9 @@ func (p *sendPipeline) wait(ps *pendingSend) {
 		if !have {
 			repl, have = hawire.ReplTimeout, true
 		}
-		p.b.metrics.replWaited(ps.arrival, repl)
+		if !ps.replCounted {
+			p.b.metrics.replWaited(ps.arrival, repl)
+		}
 	}
 	p.b.finish(ps, flushErr, repl, have)
 }

@@ -560,8 +560,7 @@ func (b *Broker) complete(v *roleView, w remoting.ResponseWriter, ans storedAnsw
 		// Only the slaves' ack to wait for: the goroutine that reads the ack answers the
 		// send (no pipeline hand-off).
 		v.master.WaitReplicatedFunc(endOffset, arrival.Add(b.cfg.SlaveTimeout), func(st hawire.ReplStatus) {
-			b.metrics.replWaited(arrival, st)
-			b.finish(p, nil, st, true)
+			b.replAnswered(p, st)
 		})
 		return
 	}
@@ -581,11 +580,57 @@ type pendingSend struct {
 	flush   <-chan error
 	repl    <-chan hawire.ReplStatus
 	arrival time.Time // for the wait metrics
+	// replCounted: the replication wait is already in the metrics (an ack answered it, and
+	// the pipeline only writes the answer to a congested connection).
+	replCounted bool
 }
 
 // finish combines the wait results into the response code, as RocketMQ does: a replication
 // failure overrides a flush failure, which overrides SEND_OK.
 func (b *Broker) finish(p *pendingSend, flushErr error, repl hawire.ReplStatus, haveRepl bool) {
+	if p.w.Write(b.answerOf(p, flushErr, repl, haveRepl)) == nil && !b.running() {
+		b.lateAnswers.Add(1)
+	}
+}
+
+// replAnswered answers a send that waited only for replication, on the goroutine that read the
+// covering ack (or the deadline sweep). When the client's connection is congested (it does not
+// read its answers) that goroutine, which answers for every connection, must not wait for it:
+// the pipeline writes this answer instead.
+func (b *Broker) replAnswered(p *pendingSend, st hawire.ReplStatus) {
+	b.metrics.replWaited(p.arrival, st)
+	if b.finishNoWait(p, st) {
+		return
+	}
+	done := make(chan hawire.ReplStatus, 1)
+	done <- st
+	p.repl, p.replCounted = done, true
+	b.pipe.add(p)
+}
+
+// finishNoWait answers a send that waited only for replication without waiting for its
+// connection's writer; false when the connection is congested and nothing was written.
+func (b *Broker) finishNoWait(p *pendingSend, repl hawire.ReplStatus) bool {
+	resp := b.answerOf(p, nil, repl, true)
+	nw, ok := p.w.(remoting.NoWaitWriter)
+	if !ok {
+		if p.w.Write(resp) == nil && !b.running() {
+			b.lateAnswers.Add(1)
+		}
+		return true
+	}
+	queued, err := nw.WriteNoWait(resp)
+	if !queued && err == nil {
+		return false
+	}
+	if err == nil && !b.running() {
+		b.lateAnswers.Add(1)
+	}
+	return true
+}
+
+// answerOf is the answer of a send whose waits ended so.
+func (b *Broker) answerOf(p *pendingSend, flushErr error, repl hawire.ReplStatus, haveRepl bool) *remoting.Command {
 	resp := p.ans.command()
 	code := remoting.Success
 	replicas := 1
@@ -607,7 +652,5 @@ func (b *Broker) finish(p *pendingSend, flushErr error, repl hawire.ReplStatus, 
 	}
 	resp.Code = code
 	p.ans.setOutcome(replicas, p.flush != nil, flushErr == nil)
-	if p.w.Write(resp) == nil && !b.running() {
-		b.lateAnswers.Add(1)
-	}
+	return resp
 }

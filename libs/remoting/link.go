@@ -81,6 +81,30 @@ func (l *link) send(c *Command, block bool) error {
 	return nil
 }
 
+// trySend is send without waiting: while the queue is over its soft cap it queues nothing and
+// reports false, so a goroutine that answers for many connections (a replication ack) never
+// waits for one peer that does not read.
+func (l *link) trySend(c *Command) (bool, error) {
+	l.wmu.Lock()
+	defer l.wmu.Unlock()
+	if l.closed {
+		return false, l.closedErr()
+	}
+	if len(l.queue) > maxQueuedBytes {
+		return false, nil
+	}
+	wasEmpty := len(l.queue) == 0
+	q, err := EncodeFrame(l.queue, c)
+	if err != nil {
+		return false, err
+	}
+	l.queue = q
+	if wasEmpty {
+		l.dataCond.Signal()
+	}
+	return true, nil
+}
+
 func (l *link) closedErr() error {
 	if cause, _ := l.cause.Load().(error); cause != nil && !errors.Is(cause, ErrClosed) {
 		return fmt.Errorf("%w: %w", ErrClosed, cause)

@@ -135,6 +135,15 @@ type ResponseWriter interface {
 	Conn() *ServerConn
 }
 
+// NoWaitWriter is a ResponseWriter that can also queue an answer without waiting for the
+// connection's writer. WriteNoWait queues resp as Write does and reports true, or, while the
+// connection's write queue is over its soft cap (the peer reads slowly or not at all), queues
+// nothing, leaves the writer unwritten and reports false: the caller then answers from a
+// goroutine that may wait. The server's ResponseWriters implement it.
+type NoWaitWriter interface {
+	WriteNoWait(resp *Command) (bool, error)
+}
+
 // Handler serves one request code.
 type Handler interface {
 	ServeRemoting(w ResponseWriter, req *Command)
@@ -878,6 +887,29 @@ func (w *responseWriter) Write(resp *Command) error {
 	resp.Opaque = w.opaque
 	resp.Flag |= FlagResponse
 	return w.conn.link.send(resp, true)
+}
+
+// WriteNoWait implements NoWaitWriter.
+func (w *responseWriter) WriteNoWait(resp *Command) (bool, error) {
+	if resp == nil {
+		return false, fmt.Errorf("remoting: nil response")
+	}
+	if !w.written.CompareAndSwap(false, true) {
+		return false, ErrAlreadyWritten
+	}
+	if w.oneway {
+		return true, nil
+	}
+	resp.Remark = capRemark(resp.Remark)
+	resp.Opaque = w.opaque
+	resp.Flag |= FlagResponse
+	queued, err := w.conn.link.trySend(resp)
+	if !queued && err == nil {
+		w.written.Store(false) // not answered yet: the caller writes again
+		return false, nil
+	}
+	w.conn.releaseRequest(w.charge)
+	return queued, err
 }
 
 // Close stops accepting, closes every connection and waits for all goroutines of the server
