@@ -301,3 +301,12 @@ func (s *reloadState) observe(sum [32]byte, readErr error, force bool) reloadAct
 	s.pending = sum
 	return actWait
 }
+
+// QuoteKey quotes an access key for a refusal's remark, cut to 32 bytes: the key comes from the
+// peer, and a remark must not echo a long one back.
+func QuoteKey(s string) string {
+	if len(s) > 32 {
+		return fmt.Sprintf("%q...", s[:32])
+	}
+	return fmt.Sprintf("%q", s)
+}

@@ -64,7 +64,7 @@ func (g *adminGuard) Admit(c *remoting.ServerConn, req *remoting.Command) *remot
 		reason = fmt.Sprintf("%s changes this broker: sign it with the registration secret (mqadmin -registrationSecretFile; "+
 			"access key %s) or set aclEnable=true and use an admin account", remoting.RequestName(req.Code), acl.BrokerAccessKey)
 	case ak != acl.BrokerAccessKey:
-		reason = fmt.Sprintf("access key %s is not %s; with aclEnable=false admin requests are signed with the registration secret", shortQuote(ak), acl.BrokerAccessKey)
+		reason = fmt.Sprintf("access key %s is not %s; with aclEnable=false admin requests are signed with the registration secret", acl.QuoteKey(ak), acl.BrokerAccessKey)
 	case g.secret == "":
 		reason = "this broker has no registrationSecret to verify " + remoting.RequestName(req.Code) + " with"
 	case !acl.VerifySignature(req, g.secret):
@@ -76,13 +76,6 @@ func (g *adminGuard) Admit(c *remoting.ServerConn, req *remoting.Command) *remot
 		g.refused(req, c.RemoteAddr(), reason)
 	}
 	return remoting.NewResponse(req, remoting.NoPermission, reason)
-}
-
-func shortQuote(s string) string {
-	if len(s) > 32 {
-		return fmt.Sprintf("%q...", s[:32])
-	}
-	return fmt.Sprintf("%q", s)
 }
 
 // newAdminGuard builds the ACL-off guard and logs how admin writes are authenticated.

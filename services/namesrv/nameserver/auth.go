@@ -46,19 +46,12 @@ func NewSecretAuthenticator(secret string) (*SecretAuthenticator, error) {
 func (a *SecretAuthenticator) Authenticate(req *remoting.Command, _ string) error {
 	if ak := req.Ext(acl.ExtAccessKey); ak != acl.BrokerAccessKey {
 		return fmt.Errorf("%w: access key %s is not %q; brokers sign registrations with registrationSecret",
-			ErrUnauthenticated, quoteShort(ak), acl.BrokerAccessKey)
+			ErrUnauthenticated, acl.QuoteKey(ak), acl.BrokerAccessKey)
 	}
 	if !acl.VerifySignature(req, a.secret) {
 		return fmt.Errorf("%w: signature does not verify (different registrationSecret on broker and name server?)", ErrUnauthenticated)
 	}
 	return nil
-}
-
-func quoteShort(s string) string {
-	if len(s) > 32 {
-		return fmt.Sprintf("%q...", s[:32])
-	}
-	return fmt.Sprintf("%q", s)
 }
 
 // registrationAuth is the name server's own Authenticator: a registration signed under
