@@ -13,7 +13,6 @@ import (
 
 	rocketmq "github.com/apache/rocketmq-client-go/v2"
 	"github.com/apache/rocketmq-client-go/v2/primitive"
-	"github.com/apache/rocketmq-client-go/v2/producer"
 	"github.com/rmqha/rmqha/libs/remoting"
 	"github.com/rmqha/rmqha/tools/e2e"
 	"github.com/rmqha/rmqha/tools/harness"
@@ -170,11 +169,7 @@ func brokerPermissionDrains(t *testing.T, onConsul bool) {
 		})
 	}
 	newProducer := func(name string) rocketmq.Producer {
-		p, err := rocketmq.NewProducer(producer.WithNameServer([]string{ns}), producer.WithGroupName("pg-perm-"+name),
-			producer.WithInstanceName(fmt.Sprintf("pg-perm-%s-%d", name, time.Now().UnixNano())), producer.WithRetry(1))
-		require.NoError(t, err)
-		require.NoError(t, p.Start())
-		t.Cleanup(func() { _ = p.Shutdown() })
+		p := startProducer(t, ns, "pg-perm-"+name, 1)
 		return p
 	}
 	sendVia := func(p rocketmq.Producer) error {

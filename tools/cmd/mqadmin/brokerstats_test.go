@@ -12,7 +12,6 @@ import (
 	rocketmq "github.com/apache/rocketmq-client-go/v2"
 	"github.com/apache/rocketmq-client-go/v2/consumer"
 	"github.com/apache/rocketmq-client-go/v2/primitive"
-	"github.com/apache/rocketmq-client-go/v2/producer"
 	"github.com/rmqha/rmqha/tools/e2e"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -20,13 +19,7 @@ import (
 
 // brokerConsumeStats against a real master: every group's queues with their lag.
 func TestBrokerConsumeStatsAgainstMaster(t *testing.T) {
-	if testing.Short() {
-		t.Skip("starts a name server and a master")
-	}
-	cfg := e2e.DefaultGroupConfig()
-	cfg.MasterRole = "ASYNC_MASTER"
-	cfg.NoSlave = true
-	g := e2e.StartGroup(t, cfg)
+	g := startLoneMaster(t)
 	const topic = "BrokerStatsTopic"
 	mustRun(t, "updateTopic", "-n", g.NamesrvAddr, "-b", g.MasterAddr, "-t", topic, "-r", "2", "-w", "2", "-registrationSecretFile", g.RegistrationSecretFile)
 	send(t, g, topic, 2, 10, 16)
@@ -81,13 +74,7 @@ func TestBrokerConsumeStatsAgainstMaster(t *testing.T) {
 // statsAll and consumerStatus while a producer sends and a consumer pulls: nonzero in and out
 // rates (VIEW_BROKER_STATS_DATA of the master) and consumeTps, and brokerStatus's putTps.
 func TestStatsAllRatesWithTraffic(t *testing.T) {
-	if testing.Short() {
-		t.Skip("starts a name server and a master")
-	}
-	cfg := e2e.DefaultGroupConfig()
-	cfg.MasterRole = "ASYNC_MASTER"
-	cfg.NoSlave = true
-	g := e2e.StartGroup(t, cfg)
+	g := startLoneMaster(t)
 	const topic, group = "StatsRateTopic", "stats-rate-g"
 	g.CreateTopic(t, topic, 2)
 
@@ -101,11 +88,7 @@ func TestStatsAllRatesWithTraffic(t *testing.T) {
 	}))
 	require.NoError(t, c.Start())
 	defer func() { _ = c.Shutdown() }()
-	p, err := rocketmq.NewProducer(producer.WithNameServer([]string{g.NamesrvAddr}), producer.WithGroupName("pg-stats"),
-		producer.WithInstanceName(fmt.Sprintf("pg-stats-%d", time.Now().UnixNano())), producer.WithRetry(2))
-	require.NoError(t, err)
-	require.NoError(t, p.Start())
-	defer func() { _ = p.Shutdown() }()
+	p := startProducer(t, g.NamesrvAddr, "pg-stats", 2)
 
 	// Send about 20 messages a second until the test ends.
 	stop := make(chan struct{})

@@ -12,7 +12,6 @@ import (
 	rocketmq "github.com/apache/rocketmq-client-go/v2"
 	"github.com/apache/rocketmq-client-go/v2/consumer"
 	"github.com/apache/rocketmq-client-go/v2/primitive"
-	"github.com/apache/rocketmq-client-go/v2/producer"
 	"github.com/rmqha/rmqha/tools/e2e"
 	"github.com/rmqha/rmqha/tools/harness"
 	"github.com/stretchr/testify/assert"
@@ -24,20 +23,10 @@ import (
 // listener that asks for a retry), queryMsgById -g -d as Java's resend, a client that is not
 // connected named.
 func TestConsumeMessageDirectlyAgainstGroup(t *testing.T) {
-	if testing.Short() {
-		t.Skip("starts a name server and a master")
-	}
-	cfg := e2e.DefaultGroupConfig()
-	cfg.MasterRole = "ASYNC_MASTER"
-	cfg.NoSlave = true
-	g := e2e.StartGroup(t, cfg)
+	g := startLoneMaster(t)
 	const topic, group = "DirectTopic", "direct-group"
 	g.CreateTopic(t, topic, 1)
-	p, err := rocketmq.NewProducer(producer.WithNameServer([]string{g.NamesrvAddr}), producer.WithGroupName("pg-direct"),
-		producer.WithInstanceName(fmt.Sprintf("pg-direct-%d", time.Now().UnixNano())), producer.WithRetry(2))
-	require.NoError(t, err)
-	require.NoError(t, p.Start())
-	defer func() { _ = p.Shutdown() }()
+	p := startProducer(t, g.NamesrvAddr, "pg-direct", 2)
 	var sent []*primitive.SendResult
 	for i := 0; i < 3; i++ {
 		res, err := p.SendSync(context.Background(), primitive.NewMessage(topic, []byte(fmt.Sprintf("direct-%d", i))))

@@ -12,6 +12,8 @@ import (
 	"testing"
 	"time"
 
+	rocketmq "github.com/apache/rocketmq-client-go/v2"
+	"github.com/apache/rocketmq-client-go/v2/producer"
 	"github.com/rmqha/rmqha/libs/remoting"
 	"github.com/rmqha/rmqha/tools/e2e"
 	"github.com/rmqha/rmqha/tools/harness"
@@ -414,4 +416,29 @@ func TestCommandsAgainstGroup(t *testing.T) {
 			return nil
 		}, "topicRoute", "-n", ns, "-t", topic)
 	})
+}
+
+// startLoneMaster starts a name server and an ASYNC_MASTER without a slave for t (skipped with
+// -short).
+func startLoneMaster(t *testing.T) *e2e.Group {
+	t.Helper()
+	if testing.Short() {
+		t.Skip("starts a name server and a master")
+	}
+	cfg := e2e.DefaultGroupConfig()
+	cfg.MasterRole = "ASYNC_MASTER"
+	cfg.NoSlave = true
+	return e2e.StartGroup(t, cfg)
+}
+
+// startProducer starts a rocketmq-client-go producer of group pg (a fresh instance name) on
+// the name server ns, with retry retries per send; it is shut down when the test ends.
+func startProducer(t *testing.T, ns, pg string, retry int) rocketmq.Producer {
+	t.Helper()
+	p, err := rocketmq.NewProducer(producer.WithNameServer([]string{ns}), producer.WithGroupName(pg),
+		producer.WithInstanceName(fmt.Sprintf("%s-%d", pg, time.Now().UnixNano())), producer.WithRetry(retry))
+	require.NoError(t, err)
+	require.NoError(t, p.Start())
+	t.Cleanup(func() { _ = p.Shutdown() })
+	return p
 }

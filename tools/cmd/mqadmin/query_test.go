@@ -13,7 +13,6 @@ import (
 
 	rocketmq "github.com/apache/rocketmq-client-go/v2"
 	"github.com/apache/rocketmq-client-go/v2/primitive"
-	"github.com/apache/rocketmq-client-go/v2/producer"
 	"github.com/rmqha/rmqha/libs/commitlog"
 	"github.com/rmqha/rmqha/tools/e2e"
 	"github.com/rmqha/rmqha/tools/harness"
@@ -100,11 +99,7 @@ func TestQueryByKeyMasterAndSlave(t *testing.T) {
 	g := e2e.StartGroup(t, cfg)
 	const topic = "KeyTopic"
 	g.CreateTopic(t, topic, 2)
-	p, err := rocketmq.NewProducer(producer.WithNameServer([]string{g.NamesrvAddr}), producer.WithGroupName("pg-keys"),
-		producer.WithInstanceName(fmt.Sprintf("pg-keys-%d", time.Now().UnixNano())), producer.WithRetry(2))
-	require.NoError(t, err)
-	require.NoError(t, p.Start())
-	defer func() { _ = p.Shutdown() }()
+	p := startProducer(t, g.NamesrvAddr, "pg-keys", 2)
 
 	sent := sendKeyed(t, p, topic, 0, 30)
 	g.WaitSlaveCaughtUp(t)

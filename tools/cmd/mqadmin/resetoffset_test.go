@@ -13,7 +13,6 @@ import (
 	rocketmq "github.com/apache/rocketmq-client-go/v2"
 	"github.com/apache/rocketmq-client-go/v2/consumer"
 	"github.com/apache/rocketmq-client-go/v2/primitive"
-	"github.com/apache/rocketmq-client-go/v2/producer"
 	"github.com/rmqha/rmqha/libs/meta"
 	"github.com/rmqha/rmqha/libs/remoting"
 	"github.com/rmqha/rmqha/tools/e2e"
@@ -79,11 +78,7 @@ func TestResetOffsetByTimeWithRunningConsumer(t *testing.T) {
 	g := e2e.StartGroup(t, cfg)
 	const topic, group = "ResetTopic", "reset-group"
 	g.CreateTopic(t, topic, 2)
-	p, err := rocketmq.NewProducer(producer.WithNameServer([]string{g.NamesrvAddr}), producer.WithGroupName("pg-reset"),
-		producer.WithInstanceName(fmt.Sprintf("pg-reset-%d", time.Now().UnixNano())), producer.WithRetry(2))
-	require.NoError(t, err)
-	require.NoError(t, p.Start())
-	defer func() { _ = p.Shutdown() }()
+	p := startProducer(t, g.NamesrvAddr, "pg-reset", 2)
 
 	var batchA, batchB []string
 	for i := 0; i < 8; i++ {

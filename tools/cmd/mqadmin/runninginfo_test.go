@@ -12,7 +12,6 @@ import (
 	rocketmq "github.com/apache/rocketmq-client-go/v2"
 	"github.com/apache/rocketmq-client-go/v2/consumer"
 	"github.com/apache/rocketmq-client-go/v2/primitive"
-	"github.com/apache/rocketmq-client-go/v2/producer"
 	"github.com/rmqha/rmqha/libs/remoting"
 	"github.com/rmqha/rmqha/tools/e2e"
 	"github.com/rmqha/rmqha/tools/harness"
@@ -23,20 +22,10 @@ import (
 // A running rocketmq-client-go push consumer answers GET_CONSUMER_RUNNING_INFO and
 // CONSUME_MESSAGE_DIRECTLY through the broker it is connected to.
 func TestConsumerRunningInfoThroughBroker(t *testing.T) {
-	if testing.Short() {
-		t.Skip("starts a name server and a master")
-	}
-	cfg := e2e.DefaultGroupConfig()
-	cfg.MasterRole = "ASYNC_MASTER"
-	cfg.NoSlave = true
-	g := e2e.StartGroup(t, cfg)
+	g := startLoneMaster(t)
 	const topic, group = "RunningInfoTopic", "running-group"
 	g.CreateTopic(t, topic, 2)
-	p, err := rocketmq.NewProducer(producer.WithNameServer([]string{g.NamesrvAddr}), producer.WithGroupName("pg-running"),
-		producer.WithInstanceName(fmt.Sprintf("pg-running-%d", time.Now().UnixNano())), producer.WithRetry(2))
-	require.NoError(t, err)
-	require.NoError(t, p.Start())
-	defer func() { _ = p.Shutdown() }()
+	p := startProducer(t, g.NamesrvAddr, "pg-running", 2)
 	var sent []*primitive.SendResult
 	for i := 0; i < 4; i++ {
 		res, err := p.SendSync(context.Background(), primitive.NewMessage(topic, []byte(fmt.Sprintf("running-%d", i))))
