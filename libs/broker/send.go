@@ -611,15 +611,12 @@ func (b *Broker) replAnswered(p *pendingSend, st hawire.ReplStatus) {
 // finishNoWait answers a send that waited only for replication without waiting for its
 // connection's writer; false when the connection is congested and nothing was written.
 func (b *Broker) finishNoWait(p *pendingSend, repl hawire.ReplStatus) bool {
-	resp := b.answerOf(p, nil, repl, true)
 	nw, ok := p.w.(remoting.NoWaitWriter)
 	if !ok {
-		if p.w.Write(resp) == nil && !b.running() {
-			b.lateAnswers.Add(1)
-		}
+		b.finish(p, nil, repl, true)
 		return true
 	}
-	queued, err := nw.WriteNoWait(resp)
+	queued, err := nw.WriteNoWait(b.answerOf(p, nil, repl, true))
 	if !queued && err == nil {
 		return false
 	}
