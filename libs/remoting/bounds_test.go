@@ -306,7 +306,7 @@ func TestClientReaderKeepsGrownBuffer(t *testing.T) {
 		name   string
 		budget *byteBudget
 	}{{"client", nil}, {"server", &byteBudget{}}} {
-		fr := newFrameReader(&chunkReader{data: append([]byte(nil), stream...)}, nil, 1<<20, tc.budget, 0, 0)
+		fr := newFrameReader(&chunkReader{data: append([]byte(nil), stream...)}, nil, 1<<20, tc.budget, &spareBuffers{}, 0, 0)
 		_, err := fr.read() // the first frame grows the buffer
 		require.NoError(t, err)
 		allocs := testing.AllocsPerRun(40, func() {

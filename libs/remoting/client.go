@@ -372,7 +372,7 @@ func (c *Client) dial(cc *clientConn) {
 
 func (c *Client) readLoop(cc *clientConn) {
 	defer c.forget(cc)
-	fr := newFrameReader(cc.link.nc, nil, c.cfg.MaxFrameSize, nil, c.cfg.IdleTimeout, 0)
+	fr := newFrameReader(cc.link.nc, nil, c.cfg.MaxFrameSize, nil, nil, c.cfg.IdleTimeout, 0)
 	defer fr.close()
 	for {
 		f, err := fr.read()

@@ -168,7 +168,7 @@ func FuzzFrameReader(f *testing.F) {
 			ref = append(ref, fr)
 		}
 		b := &byteBudget{max: int64(budget % (256 << 10))}
-		fr := newFrameReader(&chunkReader{data: data, chunks: chunks}, nil, maxFrame, b, 0, 0)
+		fr := newFrameReader(&chunkReader{data: data, chunks: chunks}, nil, maxFrame, b, &spareBuffers{}, 0, 0)
 		for i := 0; ; i++ {
 			got, err := fr.read()
 			if len(fr.buf) > minReadBuffer && len(fr.buf) > 2*(len(data)+lengthSize) {

@@ -14,8 +14,9 @@ import (
 // runtime then hands freed pages back to the operating system only gradually. So a server
 // whose bytes in flight peaked high and then fell back returns the memory itself: every
 // memoryCheckEvery it compares the peak since the last look with what is held now, and when
-// the peak was at least returnAbove and less than a quarter of it is still held, it runs
-// debug.FreeOSMemory once (a full collection, a few milliseconds for a broker's heap).
+// the peak was at least returnAbove and less than a quarter of it is still held, it drops the
+// spare read buffers and runs debug.FreeOSMemory once (a full collection, a few milliseconds
+// for a broker's heap).
 
 const (
 	memoryCheckEvery = 5 * time.Second
@@ -36,6 +37,7 @@ func (s *Server) memoryReturner(done <-chan struct{}) {
 		peak := s.budget.peak.Swap(used)
 		if peak >= returnAbove && used < peak/4 {
 			start := time.Now()
+			s.spares.drop()
 			debug.FreeOSMemory()
 			s.log.WithFields(logrus.Fields{"peak": peak, "inFlight": used, "took": time.Since(start)}).
 				Info("remoting: bytes in flight fell from their peak, memory returned to the operating system")

@@ -176,6 +176,7 @@ type Server struct {
 	opaque atomic.Int32
 
 	budget *byteBudget
+	spares spareBuffers // outgrown read buffers kept for the next connection that grows one
 	stats  serverCounters
 	logLim logLimiter
 	done   chan struct{} // closed by Close; stops the memory returner
@@ -527,7 +528,7 @@ func (c *ServerConn) readLoop() {
 		defer s.wg.Done()
 		c.link.writeLoop()
 	}()
-	fr := newFrameReader(c.link.nc, first, s.cfg.MaxFrameSize, s.budget, s.cfg.IdleTimeout, max(s.cfg.FrameTimeout, 0))
+	fr := newFrameReader(c.link.nc, first, s.cfg.MaxFrameSize, s.budget, &s.spares, s.cfg.IdleTimeout, max(s.cfg.FrameTimeout, 0))
 	defer fr.close()
 	for {
 		f, err := fr.read()
