@@ -323,3 +323,46 @@ func TestClientReaderKeepsGrownBuffer(t *testing.T) {
 		}
 	}
 }
+
+// Server connections take the buffers a large frame doubles through from their server's
+// spares: after the first frame, reading another 48 KiB frame (on the same connection or on
+// another) allocates only the buffer cut to that frame's end, where without spares it
+// allocates 8, 16 and 32 KiB on the way. The spares keep one buffer per size.
+func TestServerReadersShareOutgrownBuffers(t *testing.T) {
+	frameOf := func(size int) []byte {
+		b := binary.BigEndian.AppendUint32(nil, uint32(size))
+		return append(b, make([]byte, size)...)
+	}
+	var stream []byte
+	for i := 0; i < 50; i++ {
+		stream = append(stream, frameOf(48<<10)...)
+	}
+	sp := &spareBuffers{}
+	budget := &byteBudget{max: 1 << 20}
+	first := newFrameReader(&chunkReader{data: append([]byte(nil), stream...)}, nil, 1<<20, budget, sp, 0, 0)
+	_, err := first.read()
+	require.NoError(t, err)
+	first.release()
+	for k, size := 1, 2*minReadBuffer; size < 48<<10; k, size = k+1, size*2 {
+		require.Len(t, sp.bufs[spareClass(size)], size, "spare of %d bytes (class %d)", size, k)
+	}
+	second := newFrameReader(&chunkReader{data: append([]byte(nil), stream...)}, nil, 1<<20, budget, sp, 0, 0)
+	allocs := testing.AllocsPerRun(40, func() {
+		_, err := second.read()
+		require.NoError(t, err)
+	})
+	require.Equal(t, float64(1), allocs, "allocations per 48 KiB frame with spares")
+	second.release()
+	first.close()
+	second.close()
+	require.Zero(t, budget.used.Load(), "budget charge given back")
+
+	none := newFrameReader(&chunkReader{data: append([]byte(nil), stream...)}, nil, 1<<20, budget, nil, 0, 0)
+	allocs = testing.AllocsPerRun(40, func() {
+		_, err := none.read()
+		require.NoError(t, err)
+	})
+	require.Equal(t, float64(4), allocs, "allocations per 48 KiB frame without spares")
+	sp.drop()
+	require.Equal(t, [32][]byte{}, sp.bufs, "drop empties the spares")
+}
