@@ -11,8 +11,11 @@ func (b *Broker) registerHandlers() {
 		b.srv.HandleFunc(code, f)
 	}
 	// Sending.
-	h(remoting.SendMessage, b.handleSend)
-	h(remoting.SendMessageV2, b.handleSend)
+	// Single sends run on their connection's reader and leave the store write to the end of
+	// the reader's burst (inlineSend).
+	send := &inlineSend{b: b}
+	b.srv.Handle(remoting.SendMessage, send)
+	b.srv.Handle(remoting.SendMessageV2, send)
 	h(remoting.SendBatchMessage, b.handleSend)
 	h(remoting.ConsumerSendMsgBack, b.handleSendBack)
 	h(remoting.SendReplyMessage, b.handleSendReply)

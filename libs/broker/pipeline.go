@@ -87,6 +87,12 @@ func (p *sendPipeline) run() {
 }
 
 func (p *sendPipeline) wait(ps *pendingSend) {
+	if ps.ready {
+		if ps.w.Write(ps.ans.command()) == nil && !p.b.running() {
+			p.b.lateAnswers.Add(1)
+		}
+		return
+	}
 	var flushErr error
 	if ps.flush != nil {
 		flushErr = <-ps.flush

@@ -176,7 +176,7 @@ func (b *Broker) handleSendReply(w remoting.ResponseWriter, req *remoting.Comman
 		_ = w.Write(resp)
 		return
 	}
-	b.complete(v, w, mapAnswer{resp}, res.EndOffset, wait, arrival)
+	b.complete(v, w, mapAnswer{resp}, res.EndOffset, wait, arrival, false)
 }
 
 // replyNotStored answers a reply that could not be stored with the code a send gets for the

@@ -318,7 +318,26 @@ func bornHostOfString(w remoting.ResponseWriter) string {
 	return w.Conn().RemoteAddr()
 }
 
+// inlineSend serves SEND_MESSAGE and SEND_MESSAGE_V2 on the connection's reader
+// (remoting.InlineHandler): each send is checked and queued for the store (AppendQueued), and
+// the reader's EndBatch writes everything its burst queued with one write, whose completion
+// answers each send. Nothing in a send's path blocks on another request of its connection.
+type inlineSend struct{ b *Broker }
+
+func (s *inlineSend) ServeRemoting(w remoting.ResponseWriter, req *remoting.Command) {
+	s.b.serveSend(w, req, true)
+}
+
+// EndBatch writes the sends the burst queued.
+func (s *inlineSend) EndBatch() { s.b.store.WriteQueued() }
+
+// handleSend serves a send on its own goroutine: the store write is led at once (AppendAsync).
 func (b *Broker) handleSend(w remoting.ResponseWriter, req *remoting.Command) {
+	b.serveSend(w, req, false)
+}
+
+// serveSend serves a send; queued: the caller ends the burst with store.WriteQueued.
+func (b *Broker) serveSend(w remoting.ResponseWriter, req *remoting.Command, queued bool) {
 	// Nothing of the request's ext map is used once the send is handled (its strings may be:
 	// they stay valid), so the next request's fields go into it.
 	defer req.ReleaseExt()
@@ -413,14 +432,18 @@ func (b *Broker) handleSend(w remoting.ResponseWriter, req *remoting.Command) {
 	if !plain && !b.specialSend(w, req, msg, pm, &h, topic) {
 		return
 	}
-	res, err := b.store.Append(msg)
+	// The store answers through ans.Appended once the record is written: this goroutine does
+	// not wait for the write (commitlog group.go), so it can take the connection's next request.
+	ans.queueID, ans.txID = qid, ps.uniq
+	ans.b, ans.view, ans.w, ans.topic, ans.size, ans.waits, ans.arrival = b, v, w, topic, len(req.Body), ps.wait, arrival
+	if queued {
+		err = b.store.AppendQueued(msg, ans)
+	} else {
+		err = b.store.AppendAsync(msg, ans)
+	}
 	if err != nil {
 		b.replyStoreError(w, req, err)
-		return
 	}
-	b.countPut(topic, 1, len(req.Body))
-	ans.msgID, ans.queueID, ans.queueOffset, ans.txID = res.MsgID, qid, res.QueueOffset, ps.uniq
-	b.complete(v, w, ans, res.EndOffset, ps.wait, arrival)
 }
 
 // specialSend applies what a message's properties ask for beyond an append (a transaction
@@ -523,31 +546,66 @@ func (b *Broker) sendBatch(v *roleView, w remoting.ResponseWriter, req *remoting
 		ids[i] = r.MsgID
 	}
 	ans.msgID, ans.queueID, ans.queueOffset = strings.Join(ids, ","), qid, results[0].QueueOffset
-	b.complete(v, w, ans, results[len(results)-1].EndOffset, wait, arrival)
+	b.complete(v, w, ans, results[len(results)-1].EndOffset, wait, arrival, false)
 }
 
 func (b *Broker) replyStoreError(w remoting.ResponseWriter, req *remoting.Command, err error) {
+	code, remark := storeErrorAnswer(err)
+	b.reply(w, req, code, remark)
+}
+
+// storeErrorAnswer is the response code and remark for a store that refused or failed an
+// append.
+func storeErrorAnswer(err error) (int32, string) {
 	switch {
 	case errors.Is(err, commitlog.ErrMessageTooLarge), errors.Is(err, commitlog.ErrTopicEmpty),
 		errors.Is(err, commitlog.ErrTopicTooLong), errors.Is(err, commitlog.ErrTopicInvalid),
 		errors.Is(err, commitlog.ErrPropertiesTooLarge), errors.Is(err, commitlog.ErrBatchMixed):
-		b.reply(w, req, remoting.MessageIllegal, err.Error())
+		return remoting.MessageIllegal, err.Error()
 	case errors.Is(err, commitlog.ErrReadOnly), errors.Is(err, commitlog.ErrClosed):
-		b.reply(w, req, remoting.ServiceNotAvailable, "message not stored: "+err.Error())
+		return remoting.ServiceNotAvailable, "message not stored: " + err.Error()
 	default:
-		b.reply(w, req, remoting.SystemError, "message not stored: "+err.Error())
+		return remoting.SystemError, "message not stored: " + err.Error()
 	}
+}
+
+// answerNoWait writes resp to w without waiting for a congested connection; when the
+// connection's queue is full a goroutine writes it (rare: only store failures answer so).
+func (b *Broker) answerNoWait(w remoting.ResponseWriter, resp *remoting.Command) {
+	if nw, ok := w.(remoting.NoWaitWriter); ok {
+		if queued, err := nw.WriteNoWait(resp); queued || err != nil {
+			return
+		}
+		go func() { _ = w.Write(resp) }()
+		return
+	}
+	_ = w.Write(resp)
 }
 
 // complete finishes a stored send: with nothing to wait for it answers at once; otherwise the
 // flush and replication waits are registered now (deadlines fixed at arrival) and the send
 // pipeline answers when they complete.
-func (b *Broker) complete(v *roleView, w remoting.ResponseWriter, ans storedAnswer, endOffset int64, wait bool, arrival time.Time) {
+//
+// noWait (the store's writer calls it, commitlog.AppendDone): an answer due at once is queued
+// without waiting for a congested connection, which then gets it from the pipeline.
+func (b *Broker) complete(v *roleView, w remoting.ResponseWriter, ans storedAnswer, endOffset int64, wait bool, arrival time.Time, noWait bool) {
 	syncFlush := wait && b.cfg.FlushDiskType == FlushSync
 	syncRepl := wait && v.role == RoleSyncMaster && v.master != nil
 	if !syncFlush && !syncRepl {
 		flushKnown := b.cfg.FlushDiskType == FlushSync
 		ans.setOutcome(1, flushKnown, flushKnown && b.store.FlushedOffset() >= endOffset)
+		if nw, ok := w.(remoting.NoWaitWriter); ok && noWait {
+			if queued, err := nw.WriteNoWait(ans.command()); queued || err != nil {
+				return
+			}
+			p := ans.pending()
+			if p == nil {
+				p = &pendingSend{}
+			}
+			*p = pendingSend{w: w, ans: ans, arrival: arrival, ready: true}
+			b.pipe.add(p)
+			return
+		}
 		_ = w.Write(ans.command())
 		return
 	}
@@ -583,6 +641,9 @@ type pendingSend struct {
 	// replCounted: the replication wait is already in the metrics (an ack answered it, and
 	// the pipeline only writes the answer to a congested connection).
 	replCounted bool
+	// ready: the answer is complete (nothing to wait for); the pipeline only writes it to a
+	// congested connection.
+	ready bool
 }
 
 // finish combines the wait results into the response code, as RocketMQ does: a replication

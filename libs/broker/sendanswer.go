@@ -2,7 +2,9 @@ package broker
 
 import (
 	"strconv"
+	"time"
 
+	"github.com/rmqha/rmqha/libs/commitlog"
 	"github.com/rmqha/rmqha/libs/remoting"
 )
 
@@ -47,6 +49,15 @@ type sendAnswer struct {
 	replicas    int
 	flushKnown  bool
 	flushed     bool
+
+	// What Appended needs to finish the send once the store wrote it (AppendAsync).
+	b       *Broker
+	view    *roleView
+	w       remoting.ResponseWriter
+	topic   string
+	size    int
+	waits   bool // the message waits for flush and replication as configured (not WAIT=false)
+	arrival time.Time
 }
 
 func newSendAnswer(req *remoting.Command) *sendAnswer {
@@ -64,6 +75,21 @@ func (a *sendAnswer) pending() *pendingSend { return &a.wait }
 
 func (a *sendAnswer) setOutcome(replicas int, flushKnown, flushed bool) {
 	a.replicas, a.flushKnown, a.flushed = replicas, flushKnown, flushed
+}
+
+// Appended finishes a send the store wrote (or failed to), on the goroutine that wrote its
+// group (commitlog.AppendDone): it must not wait for the client's connection, so the answer is
+// queued without waiting and a congested connection gets it from the send pipeline.
+func (a *sendAnswer) Appended(res commitlog.AppendResult, err error) {
+	b := a.b
+	if err != nil {
+		code, remark := storeErrorAnswer(err)
+		b.answerNoWait(a.w, remoting.NewResponse(nil, code, remark))
+		return
+	}
+	b.countPut(a.topic, 1, a.size)
+	a.msgID, a.queueOffset = res.MsgID, res.QueueOffset
+	b.complete(a.view, a.w, a, res.EndOffset, a.waits, a.arrival, true)
 }
 
 // AppendExt writes SendMessageResponseHeader's fields and this broker's stored, replicas and

@@ -37,10 +37,50 @@ func isDispatchable(sysFlag int32) bool {
 func (s *Store) Append(m *Message) (AppendResult, error) {
 	var res [1]AppendResult
 	one := [1]*Message{m}
-	if err := s.appendBatch(one[:], res[:]); err != nil {
+	if err := s.appendBatch(one[:], res[:], nil, false); err != nil {
 		return AppendResult{}, err
 	}
 	return res[0], nil
+}
+
+// AppendAsync stores one message like Append without waiting for its write: done.Appended
+// gets the result once the bytes were handed to the file, possibly before AppendAsync returns
+// (group.go). An error returned here (an invalid message, a read-only or closed store) means
+// nothing was queued and done is not called; otherwise done is called exactly once. With
+// WriteBuffer set, it appends as Append does and calls done before returning.
+func (s *Store) AppendAsync(m *Message, done AppendDone) error {
+	var res [1]AppendResult
+	one := [1]*Message{m}
+	if s.cfg.WriteBuffer > 0 {
+		if err := s.appendBatch(one[:], res[:], nil, false); err != nil {
+			return err
+		}
+		done.Appended(res[0], nil)
+		return nil
+	}
+	return s.appendBatch(one[:], res[:], done, false)
+}
+
+// AppendQueued is AppendAsync for a caller that has more messages coming: it queues the
+// record and never writes, so the records of a whole burst leave in one write. The caller
+// must call WriteQueued once its burst ends (a remoting connection's reader: when it has no
+// complete request buffered); until then done may not be called. With WriteBuffer set it is
+// AppendAsync.
+func (s *Store) AppendQueued(m *Message, done AppendDone) error {
+	if s.cfg.WriteBuffer > 0 {
+		return s.AppendAsync(m, done)
+	}
+	var res [1]AppendResult
+	one := [1]*Message{m}
+	return s.appendBatch(one[:], res[:], done, true)
+}
+
+// WriteQueued writes the records queued by AppendQueued (and any other queued records) when
+// no write is under way, and calls their AppendDone; when one is under way, its leader writes
+// them after it (group.go). It returns once nothing it could write is left queued.
+func (s *Store) WriteQueued() {
+	s.appendMu.Lock()
+	s.leadQueuedLocked()
 }
 
 // AppendBatch stores messages of one topic and queue as one contiguous run
@@ -50,13 +90,15 @@ func (s *Store) AppendBatch(ms []*Message) ([]AppendResult, error) {
 		return nil, nil
 	}
 	res := make([]AppendResult, len(ms))
-	if err := s.appendBatch(ms, res); err != nil {
+	if err := s.appendBatch(ms, res, nil, false); err != nil {
 		return nil, err
 	}
 	return res, nil
 }
 
-func (s *Store) appendBatch(ms []*Message, res []AppendResult) error {
+// appendBatch appends ms; with done (one message, grouped writes) it does not wait for the
+// write and calls done instead, and with queueOnly it leaves the write to WriteQueued.
+func (s *Store) appendBatch(ms []*Message, res []AppendResult, done AppendDone, queueOnly bool) error {
 	total := 0
 	for i, m := range ms {
 		if err := s.validate(m); err != nil {
@@ -142,19 +184,31 @@ func (s *Store) appendBatch(ms []*Message, res []AppendResult) error {
 		s.gbuf = buf
 		s.gpending += wrote
 		s.queueOffsets[key] = qoff
-		var err error
-		if committed, err = s.awaitGroupLocked(off); err != nil {
-			s.appendMu.Unlock()
-			return err
-		}
-		s.appendMu.Unlock()
-		for i := range res {
-			res[i].MsgID = OffsetMsgID(s.cfg.StoreHost, res[i].WroteOffset)
-		}
 		s.nAppends.Add(int64(len(ms)))
 		s.nBytes.Add(wrote)
+		if done != nil {
+			s.gwaiters = append(s.gwaiters, groupWaiter{res: res[0], done: done})
+			if s.gwriting || queueOnly {
+				s.appendMu.Unlock() // the write under way, or WriteQueued, takes these records
+				return nil
+			}
+			s.leadQueuedLocked()
+			return nil
+		}
+		committed, ws, err := s.awaitGroupLocked(off)
+		if len(s.gbuf) > 0 && !s.gwriting && s.gsyncEnd <= s.maxOffset.Load() {
+			notify(s.gkick) // async records queued behind this write: no appender leads them
+		}
+		s.appendMu.Unlock()
 		if committed >= 0 {
 			s.afterAppend(committed)
+		}
+		s.callGroup(ws, err)
+		if err != nil {
+			return err
+		}
+		for i := range res {
+			res[i].MsgID = OffsetMsgID(s.cfg.StoreHost, res[i].WroteOffset)
 		}
 		return nil
 	}

@@ -92,6 +92,12 @@ type Store struct {
 	gwriting     bool
 	gcond        *sync.Cond
 	gwrites      atomic.Int64 // group writes issued, for tests
+	// gwaiters are the AppendAsync records queued, in offset order; gcalled a spare slice for
+	// the ones a write covered; gsyncEnd the end of the last sync appender's records (one
+	// waits to lead while it lies beyond maxOffset); gkick wakes writerLoop.
+	gwaiters, gcalled []groupWaiter
+	gsyncEnd          int64
+	gkick             chan struct{}
 
 	// segMu guards segs; readers hold it shared across a pread.
 	segMu sync.RWMutex
@@ -252,6 +258,7 @@ func Open(cfg Config) (*Store, error) {
 		flushReq:     make(chan struct{}, 1),
 		sweepReq:     make(chan struct{}, 1),
 		dispatchReq:  make(chan struct{}, 1),
+		gkick:        make(chan struct{}, 1),
 		cqs:          map[string]map[int32]*consumeQueue{},
 		dirtyCQ:      map[*cqFile]struct{}{},
 		readers:      map[*Reader]struct{}{},
@@ -267,7 +274,8 @@ func Open(cfg Config) (*Store, error) {
 		s.closeFiles()
 		return nil, err
 	}
-	s.wg.Add(4)
+	s.wg.Add(5)
+	go s.writerLoop()
 	if cfg.WriteBuffer > 0 {
 		s.wg.Add(1)
 		go s.commitLoop()

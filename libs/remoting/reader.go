@@ -331,6 +331,21 @@ func (fr *frameReader) grow(n int) bool {
 	return true
 }
 
+// hasFrame reports whether a whole frame (or a length read would refuse at once) is buffered
+// beyond the frame last returned, so read will not wait for the socket.
+func (fr *frameReader) hasFrame() bool {
+	start := fr.r + fr.consumed
+	avail := fr.w - start
+	if avail < lengthSize {
+		return false
+	}
+	n := int64(int32(binary.BigEndian.Uint32(fr.buf[start:])))
+	if n < headerWordSize || (fr.maxFrame > 0 && n > int64(fr.maxFrame)) {
+		return true
+	}
+	return int64(avail) >= lengthSize+n
+}
+
 // read returns the next frame. Errors: io.EOF between frames, io.ErrUnexpectedEOF inside
 // one, ErrMalformed for a length below 4 or a header running past its frame, ErrFrameTooLarge
 // above maxFrame (the announced length is in the frame's size), ErrFrameTimeout, ErrOverloaded

@@ -149,6 +149,19 @@ type Handler interface {
 	ServeRemoting(w ResponseWriter, req *Command)
 }
 
+// InlineHandler is a Handler that never blocks: it answers at once or hands its work on and
+// answers later (a send queued for the store's next write). The connection's reader runs it
+// itself instead of handing the request to a worker goroutine, so a burst of pipelined
+// requests costs no goroutine hand-off per request; once the reader has no complete frame
+// buffered (it would wait for the socket), it calls EndBatch of the inline handler it ran
+// since the last call, so the handler can finish the burst's work in one go (one write for all
+// its sends). EndBatch also runs before the reader runs another inline handler, and when the
+// connection closes. Implementations are pointers (the reader compares them).
+type InlineHandler interface {
+	Handler
+	EndBatch()
+}
+
 // HandlerFunc adapts a function to Handler.
 type HandlerFunc func(w ResponseWriter, req *Command)
 
@@ -157,7 +170,8 @@ func (f HandlerFunc) ServeRemoting(w ResponseWriter, req *Command) { f(w, req) }
 
 // Server accepts remoting connections and dispatches requests to handlers by code. Each
 // request runs on its own goroutine (a connection's finished ones are reused for its next
-// requests); answers are written as they complete, in any order.
+// requests), except those of an InlineHandler, which the connection's reader runs; answers
+// are written as they complete, in any order.
 type Server struct {
 	cfg ServerConfig
 	log logrus.FieldLogger
@@ -383,6 +397,8 @@ type ServerConn struct {
 	// idle counts them.
 	work chan job
 	idle atomic.Int32
+	// batch is the inline handler the reader ran since it last called EndBatch (reader only).
+	batch InlineHandler
 
 	// Budget held by this connection's requests not yet answered; given back at close.
 	bmu      sync.Mutex
@@ -530,7 +546,11 @@ func (c *ServerConn) readLoop() {
 	}()
 	fr := newFrameReader(c.link.nc, first, s.cfg.MaxFrameSize, s.budget, &s.spares, s.cfg.IdleTimeout, max(s.cfg.FrameTimeout, 0))
 	defer fr.close()
+	defer c.endBatch()
 	for {
+		if c.batch != nil && !fr.hasFrame() {
+			c.endBatch() // the next read waits for the socket: the burst is over
+		}
 		f, err := fr.read()
 		if err != nil {
 			c.readFailed(err, f.size)
@@ -752,6 +772,14 @@ func (c *ServerConn) dispatch(r *serverRequest, size int64) {
 		c.busy(req.Opaque, req.IsOneway())
 		return
 	}
+	if ih, ok := h.(InlineHandler); ok {
+		if c.batch != nil && c.batch != ih {
+			c.endBatch()
+		}
+		c.batch = ih
+		c.serve(h, r, size)
+		return
+	}
 	j := job{h: h, req: r, size: size}
 	select {
 	case c.work <- j: // an idle worker of this connection takes it
@@ -759,6 +787,22 @@ func (c *ServerConn) dispatch(r *serverRequest, size int64) {
 		s.wg.Add(1)
 		go c.worker(j)
 	}
+}
+
+// endBatch calls EndBatch of the inline handler run since the last call (reader goroutine).
+func (c *ServerConn) endBatch() {
+	ih := c.batch
+	if ih == nil {
+		return
+	}
+	c.batch = nil
+	defer func() {
+		if r := recover(); r != nil {
+			c.log.WithFields(logrus.Fields{"panic": fmt.Sprint(r), "stack": string(debug.Stack())}).
+				Error("remoting: EndBatch panicked")
+		}
+	}()
+	ih.EndBatch()
 }
 
 // job is one admitted request waiting for a worker.

@@ -1,0 +1,104 @@
+package remoting
+
+import (
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+)
+
+// queueingHandler queues its requests' writers and answers them all in EndBatch, the way the
+// broker's send handler leaves its answers to the store's write at the end of a burst.
+type queueingHandler struct {
+	mu      sync.Mutex
+	queued  []ResponseWriter
+	opaques []int32
+	running atomic.Int32
+	overlap atomic.Bool // ServeRemoting ran twice at once
+	served  atomic.Int32
+	ends    atomic.Int32
+}
+
+func (h *queueingHandler) ServeRemoting(w ResponseWriter, req *Command) {
+	if h.running.Add(1) > 1 {
+		h.overlap.Store(true)
+	}
+	defer h.running.Add(-1)
+	h.served.Add(1)
+	h.mu.Lock()
+	h.queued = append(h.queued, w)
+	h.opaques = append(h.opaques, req.Opaque)
+	h.mu.Unlock()
+}
+
+func (h *queueingHandler) EndBatch() {
+	h.ends.Add(1)
+	h.mu.Lock()
+	q, ops := h.queued, h.opaques
+	h.queued, h.opaques = nil, nil
+	h.mu.Unlock()
+	for i, w := range q {
+		_ = w.Write(NewResponse(nil, Success, strconv.Itoa(int(ops[i]))))
+	}
+}
+
+// An inline handler runs on the connection's reader, one request at a time, and its EndBatch
+// runs once the reader has no complete request buffered: answers it leaves to EndBatch reach
+// the client. Requests that arrive in one write are served before one EndBatch.
+func TestInlineHandlerEndBatchAnswersTheBurst(t *testing.T) {
+	h := &queueingHandler{}
+	srv, _ := startServer(t, nil, func(s *Server) { s.Handle(testCode, h) })
+	rc := dialRaw(t, srv.Addr().String())
+
+	rc.send(NewRequest(testCode, nil, nil)) // a lone request: its own burst
+	resp := rc.read()
+	require.Equal(t, Success, resp.Code)
+	require.EqualValues(t, 1, h.ends.Load())
+
+	const burst = 32
+	var frames []byte
+	for i := 0; i < burst; i++ {
+		req := NewRequest(testCode, nil, nil)
+		req.Opaque = int32(1000 + i)
+		frames = AppendFrame(frames, req)
+	}
+	rc.write(frames)
+	seen := map[int32]bool{}
+	for i := 0; i < burst; i++ {
+		resp := rc.read()
+		require.Equal(t, Success, resp.Code)
+		require.Equal(t, strconv.Itoa(int(resp.Opaque)), resp.Remark, "answer matches its request")
+		require.False(t, seen[resp.Opaque])
+		seen[resp.Opaque] = true
+	}
+	require.False(t, h.overlap.Load(), "inline requests of a connection run one at a time")
+	require.EqualValues(t, 1+burst, h.served.Load())
+	require.Less(t, h.ends.Load(), int32(1+burst), "the burst ended in fewer EndBatch calls than requests")
+}
+
+// A connection that fails with inline requests served and their burst not yet ended (a request
+// followed, in the same read, by a frame length the reader refuses) still gets EndBatch: the
+// handler's queued work is finished, not left behind. A partial frame after a request ends the
+// burst at once: the reader would wait for the socket.
+func TestInlineHandlerEndBatchOnFailure(t *testing.T) {
+	h := &queueingHandler{}
+	srv, _ := startServer(t, nil, func(s *Server) { s.Handle(testCode, h) })
+
+	rc := dialRaw(t, srv.Addr().String())
+	frame := AppendFrame(nil, NewRequest(testCode, nil, nil))
+	rc.write(append(frame, frame[:6]...))
+	require.Equal(t, Success, rc.read().Code, "answered though the next frame is still arriving")
+	require.EqualValues(t, 1, h.ends.Load())
+
+	rc2 := dialRaw(t, srv.Addr().String())
+	rc2.write(append(append([]byte(nil), frame...), 0xff, 0xff, 0xff, 0xff)) // length -1: malformed
+	deadline := time.Now().Add(10 * time.Second)
+	for h.ends.Load() < 2 {
+		require.True(t, time.Now().Before(deadline), "EndBatch not called when the connection failed")
+		time.Sleep(time.Millisecond)
+	}
+	require.EqualValues(t, 2, h.served.Load())
+}
