@@ -98,7 +98,9 @@ func TestAsyncAndSyncAppendsShareWrites(t *testing.T) {
 
 	out := make(chan asyncOut, 8)
 	g.armed.Store(true)
-	go func() { _ = s.AppendAsync(msg("G", 0, "lead", ""), &doneRec{t: t, mem: mem, cfg: cfg, body: "lead", out: out}) }()
+	go func() {
+		_ = s.AppendAsync(msg("G", 0, "lead", ""), &doneRec{t: t, mem: mem, cfg: cfg, body: "lead", out: out})
+	}()
 	<-g.held
 	require.NoError(t, s.AppendAsync(msg("G", 1, "a1", ""), &doneRec{t: t, mem: mem, cfg: cfg, body: "a1", out: out}))
 	syncRes := make(chan error, 1)
