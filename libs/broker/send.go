@@ -328,8 +328,16 @@ func (s *inlineSend) ServeRemoting(w remoting.ResponseWriter, req *remoting.Comm
 	s.b.serveSend(w, req, true)
 }
 
-// EndBatch writes the sends the burst queued.
-func (s *inlineSend) EndBatch() { s.b.store.WriteQueued() }
+// EndBatch writes the sends the burst queued: a lone send's write is led here (no hand-off
+// for a single producer waiting for its answer); a burst's is handed to the store's writer, so
+// the reader goes on decoding the next burst while it is written, on the other core.
+func (s *inlineSend) EndBatch(requests int) {
+	if requests > 1 {
+		s.b.store.KickQueued()
+		return
+	}
+	s.b.store.WriteQueued()
+}
 
 // handleSend serves a send on its own goroutine: the store write is led at once (AppendAsync).
 func (b *Broker) handleSend(w remoting.ResponseWriter, req *remoting.Command) {

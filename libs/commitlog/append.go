@@ -83,6 +83,9 @@ func (s *Store) WriteQueued() {
 	s.leadQueuedLocked()
 }
 
+// KickQueued is WriteQueued on the store's writer goroutine: it returns at once.
+func (s *Store) KickQueued() { notify(s.gkick) }
+
 // AppendBatch stores messages of one topic and queue as one contiguous run
 // with consecutive queue offsets, never interleaved with other appends.
 func (s *Store) AppendBatch(ms []*Message) ([]AppendResult, error) {

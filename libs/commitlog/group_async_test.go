@@ -287,6 +287,19 @@ func TestAppendQueuedWaitsForWriteQueued(t *testing.T) {
 	s.WriteQueued() // nothing queued: a no-op
 	require.EqualValues(t, 1, s.gwrites.Load()-before)
 
+	// KickQueued hands the burst to the writer goroutine and returns at once.
+	for i := range dones {
+		dones[i] = &doneRec{t: t, mem: mem, cfg: cfg, body: bodyN(100 + i), out: out}
+		require.NoError(t, s.AppendQueued(msg("Q", int32(i%3), bodyN(100+i), ""), dones[i]))
+	}
+	s.KickQueued()
+	for i := 0; i < burst; i++ {
+		o := <-out
+		require.NoError(t, o.err)
+		require.Equal(t, bodyN(100+i), o.body, "answered in offset order")
+	}
+	require.EqualValues(t, 2, s.gwrites.Load()-before, "one write for the kicked burst")
+
 	// Small segments: records queued, then one that needs the padding first.
 	cfg2 := testConfig(vfs.NewCrashableMem())
 	cfg2.SegmentSize = 4 << 10

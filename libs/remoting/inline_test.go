@@ -20,6 +20,8 @@ type queueingHandler struct {
 	overlap atomic.Bool // ServeRemoting ran twice at once
 	served  atomic.Int32
 	ends    atomic.Int32
+	// endedRequests sums what EndBatch was told: every served request once.
+	endedRequests atomic.Int32
 }
 
 func (h *queueingHandler) ServeRemoting(w ResponseWriter, req *Command) {
@@ -34,8 +36,9 @@ func (h *queueingHandler) ServeRemoting(w ResponseWriter, req *Command) {
 	h.mu.Unlock()
 }
 
-func (h *queueingHandler) EndBatch() {
+func (h *queueingHandler) EndBatch(requests int) {
 	h.ends.Add(1)
+	h.endedRequests.Add(int32(requests))
 	h.mu.Lock()
 	q, ops := h.queued, h.opaques
 	h.queued, h.opaques = nil, nil
@@ -77,6 +80,7 @@ func TestInlineHandlerEndBatchAnswersTheBurst(t *testing.T) {
 	require.False(t, h.overlap.Load(), "inline requests of a connection run one at a time")
 	require.EqualValues(t, 1+burst, h.served.Load())
 	require.Less(t, h.ends.Load(), int32(1+burst), "the burst ended in fewer EndBatch calls than requests")
+	require.EqualValues(t, 1+burst, h.endedRequests.Load(), "EndBatch counts each request once")
 }
 
 // A connection that fails with inline requests served and their burst not yet ended (a request

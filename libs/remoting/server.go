@@ -155,11 +155,12 @@ type Handler interface {
 // requests costs no goroutine hand-off per request; once the reader has no complete frame
 // buffered (it would wait for the socket), it calls EndBatch of the inline handler it ran
 // since the last call, so the handler can finish the burst's work in one go (one write for all
-// its sends). EndBatch also runs before the reader runs another inline handler, and when the
-// connection closes. Implementations are pointers (the reader compares them).
+// its sends); requests is how many of its requests the burst held. EndBatch also runs before
+// the reader runs another inline handler, and when the connection closes. Implementations are
+// pointers (the reader compares them).
 type InlineHandler interface {
 	Handler
-	EndBatch()
+	EndBatch(requests int)
 }
 
 // HandlerFunc adapts a function to Handler.
@@ -397,8 +398,10 @@ type ServerConn struct {
 	// idle counts them.
 	work chan job
 	idle atomic.Int32
-	// batch is the inline handler the reader ran since it last called EndBatch (reader only).
-	batch InlineHandler
+	// batch is the inline handler the reader ran since it last called EndBatch, batchN how
+	// many requests it ran (reader only).
+	batch  InlineHandler
+	batchN int
 
 	// Budget held by this connection's requests not yet answered; given back at close.
 	bmu      sync.Mutex
@@ -777,6 +780,7 @@ func (c *ServerConn) dispatch(r *serverRequest, size int64) {
 			c.endBatch()
 		}
 		c.batch = ih
+		c.batchN++
 		c.serve(h, r, size)
 		return
 	}
@@ -795,14 +799,15 @@ func (c *ServerConn) endBatch() {
 	if ih == nil {
 		return
 	}
-	c.batch = nil
+	n := c.batchN
+	c.batch, c.batchN = nil, 0
 	defer func() {
 		if r := recover(); r != nil {
 			c.log.WithFields(logrus.Fields{"panic": fmt.Sprint(r), "stack": string(debug.Stack())}).
 				Error("remoting: EndBatch panicked")
 		}
 	}()
-	ih.EndBatch()
+	ih.EndBatch(n)
 }
 
 // job is one admitted request waiting for a worker.
