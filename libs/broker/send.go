@@ -1,6 +1,7 @@
 package broker
 
 import (
+	"bytes"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -436,6 +437,11 @@ func (b *Broker) serveSend(w remoting.ResponseWriter, req *remoting.Command, que
 		BornTimestamp:  h.bornTimestamp,
 		BornHost:       bornHostOf(w),
 		ReconsumeTimes: h.reconsumeTimes,
+	}
+	if !plain && queued {
+		// A transaction half, a timer or a delay may keep the message past this call; the
+		// body of an inline request is the connection's read buffer (remoting.InlineHandler).
+		msg.Body = bytes.Clone(msg.Body)
 	}
 	if !plain && !b.specialSend(w, req, msg, pm, &h, topic) {
 		return

@@ -1,6 +1,7 @@
 package broker
 
 import (
+	"net/netip"
 	"strconv"
 	"time"
 
@@ -58,6 +59,11 @@ type sendAnswer struct {
 	size    int
 	waits   bool // the message waits for flush and replication as configured (not WAIT=false)
 	arrival time.Time
+	// host and offset, with offID, are where the store wrote the message: AppendExt writes
+	// its msgId from them (no string per message).
+	host   netip.AddrPort
+	offset int64
+	offID  bool
 }
 
 func newSendAnswer(req *remoting.Command) *sendAnswer {
@@ -88,7 +94,7 @@ func (a *sendAnswer) Appended(res commitlog.AppendResult, err error) {
 		return
 	}
 	b.countPut(a.topic, 1, a.size)
-	a.msgID, a.queueOffset = res.MsgID, res.QueueOffset
+	a.host, a.offset, a.offID, a.queueOffset = b.store.StoreHost(), res.WroteOffset, true, res.QueueOffset
 	b.complete(a.view, a.w, a, res.EndOffset, a.waits, a.arrival, true)
 }
 
@@ -100,7 +106,12 @@ func (a *sendAnswer) AppendExt(w remoting.ExtWriter) remoting.ExtWriter {
 	if a.flushKnown {
 		w.Bool("flushed", a.flushed)
 	}
-	w.String("msgId", a.msgID)
+	if a.msgID == "" && a.offID {
+		var buf [56]byte
+		w.Bytes("msgId", commitlog.AppendOffsetMsgID(buf[:0], a.host, a.offset))
+	} else {
+		w.String("msgId", a.msgID)
+	}
 	w.Int("queueId", int64(a.queueID))
 	w.Int("queueOffset", a.queueOffset)
 	w.Int("replicas", int64(a.replicas))

@@ -1,6 +1,8 @@
 package broker
 
 import (
+	"cmp"
+	"net/netip"
 	"strconv"
 	"strings"
 	"testing"
@@ -120,14 +122,18 @@ func FuzzSendHeaderV2(f *testing.F) {
 func TestSendAnswerBytes(t *testing.T) {
 	req := &remoting.Command{Code: remoting.SendMessageV2, Opaque: 42}
 	for _, tx := range []string{"", "7F0000010001\x01\"x"} {
-		for _, flush := range []int{0, 1, 2} {
+		for _, flush := range []int{0, 1, 2, 3} {
 			a := newSendAnswer(req)
 			a.msgID, a.queueID, a.queueOffset, a.txID = "7F00000100002A9F0000000000001234", 3, 1<<40, tx
+			if flush == 3 { // the msgId written from the store's host and offset
+				a.msgID, a.host, a.offset, a.offID = "", netip.MustParseAddrPort("127.0.0.1:10911"), 0x1234, true
+				flush = 1
+			}
 			a.setOutcome(2, flush > 0, flush == 1)
 			want := remoting.NewResponse(req, remoting.Success, "")
 			want.Flag = remoting.FlagResponse
 			for k, v := range map[string]string{
-				"msgId": a.msgID, "queueId": "3", "queueOffset": "1099511627776", "MSG_REGION": regionDefault,
+				"msgId": cmp.Or(a.msgID, commitlog.OffsetMsgID(a.host, a.offset)), "queueId": "3", "queueOffset": "1099511627776", "MSG_REGION": regionDefault,
 				"TRACE_ON": "true", "stored": "true", "replicas": "2",
 			} {
 				want.ExtFields[k] = v

@@ -57,8 +57,9 @@ const shrinkGroupAbove = 4 << 20
 // AppendDone receives the outcome of an AppendAsync.
 type AppendDone interface {
 	// Appended runs once the message's bytes were handed to the file (res as Append returns
-	// it) or its group's write failed (err; the store is read-only then). It runs on the
-	// goroutine that wrote the group, possibly inside AppendAsync: it must not block.
+	// it, except MsgID, left empty: StoreHost and AppendOffsetMsgID write it without a string
+	// per message) or its group's write failed (err; the store is read-only then). It runs on
+	// the goroutine that wrote the group, possibly inside AppendAsync: it must not block.
 	Appended(res AppendResult, err error)
 }
 
@@ -156,9 +157,6 @@ func (s *Store) callGroup(ws []groupWaiter, err error) {
 	}
 	for i := range ws {
 		w := &ws[i]
-		if err == nil {
-			w.res.MsgID = OffsetMsgID(s.cfg.StoreHost, w.res.WroteOffset)
-		}
 		s.callWaiter(w, err)
 		ws[i] = groupWaiter{}
 	}

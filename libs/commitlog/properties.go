@@ -154,16 +154,21 @@ func DefaultTagsCode(props string) int64 {
 // OffsetMsgID builds RocketMQ's offset message id: upper-case hex of the store
 // host address (4 or 16 bytes), port (int32) and physical offset (int64).
 func OffsetMsgID(storeHost netip.AddrPort, physOffset int64) string {
+	var out [56]byte
+	return string(AppendOffsetMsgID(out[:0], storeHost, physOffset))
+}
+
+// AppendOffsetMsgID appends OffsetMsgID's text to dst (for an answer written straight into
+// its frame, without a string per message).
+func AppendOffsetMsgID(dst []byte, storeHost netip.AddrPort, physOffset int64) []byte {
 	var buf [28]byte
 	b := appendHost(buf[:0], storeHost)
 	b = binary.BigEndian.AppendUint64(b, uint64(physOffset))
 	const digits = "0123456789ABCDEF"
-	var out [56]byte
-	for i, c := range b {
-		out[2*i] = digits[c>>4]
-		out[2*i+1] = digits[c&0xF]
+	for _, c := range b {
+		dst = append(dst, digits[c>>4], digits[c&0xF])
 	}
-	return string(out[:2*len(b)])
+	return dst
 }
 
 // ParseOffsetMsgID is the inverse of OffsetMsgID (32 hex chars for IPv4, 56 for IPv6).

@@ -191,6 +191,9 @@ func (s *Store) SegmentSize() int64 { return s.segSize }
 // MinOffset is the first physical offset still stored.
 func (s *Store) MinOffset() int64 { return s.minOffset.Load() }
 
+// StoreHost is the address offset message ids name (Config.StoreHost).
+func (s *Store) StoreHost() netip.AddrPort { return s.cfg.StoreHost }
+
 // MaxOffset is the next physical offset to be written.
 func (s *Store) MaxOffset() int64 { return s.maxOffset.Load() }
 

@@ -233,14 +233,39 @@ func DecodeFrame(frame []byte) (*Command, error) {
 // decodeFrameInto is DecodeFrame into c, a zero Command (the server's request, allocated
 // with its response writer); c is unspecified on error.
 func decodeFrameInto(c *Command, frame []byte) error {
+	body, err := decodeFrameHeader(c, frame)
+	if err != nil {
+		return err
+	}
+	if len(body) > 0 {
+		c.Body = append([]byte(nil), body...)
+	}
+	return nil
+}
+
+// decodeFrameAliased is decodeFrameInto with c.Body a slice of frame instead of a copy (for a
+// request its handler is done with before the frame's buffer is reused).
+func decodeFrameAliased(c *Command, frame []byte) error {
+	body, err := decodeFrameHeader(c, frame)
+	if err != nil {
+		return err
+	}
+	if len(body) > 0 {
+		c.Body = body
+	}
+	return nil
+}
+
+// decodeFrameHeader decodes frame's header into c and returns its body (a slice of frame).
+func decodeFrameHeader(c *Command, frame []byte) ([]byte, error) {
 	if len(frame) < headerWordSize {
-		return fmt.Errorf("%w: %d bytes, no header word", ErrMalformed, len(frame))
+		return nil, fmt.Errorf("%w: %d bytes, no header word", ErrMalformed, len(frame))
 	}
 	word := binary.BigEndian.Uint32(frame)
 	typ := byte(word >> 24)
 	hlen := int(word & maxHeaderLen)
 	if hlen > len(frame)-headerWordSize {
-		return fmt.Errorf("%w: header length %d exceeds frame of %d bytes", ErrMalformed, hlen, len(frame))
+		return nil, fmt.Errorf("%w: header length %d exceeds frame of %d bytes", ErrMalformed, hlen, len(frame))
 	}
 	header := frame[headerWordSize : headerWordSize+hlen]
 	var (
@@ -255,18 +280,15 @@ func decodeFrameInto(c *Command, frame []byte) error {
 	case SerializeRocketMQ:
 		slow, err = decodeBinaryHeader(header)
 	default:
-		return fmt.Errorf("%w: unknown serialize type %d", ErrMalformed, typ)
+		return nil, fmt.Errorf("%w: unknown serialize type %d", ErrMalformed, typ)
 	}
 	if err != nil {
-		return err
+		return nil, err
 	}
 	if slow != nil {
 		*c = *slow
 	}
-	if body := frame[headerWordSize+hlen:]; len(body) > 0 {
-		c.Body = append([]byte(nil), body...)
-	}
-	return nil
+	return frame[headerWordSize+hlen:], nil
 }
 
 // binReader is a sticky-error big-endian reader over a binary header.

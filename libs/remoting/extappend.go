@@ -6,6 +6,7 @@ import (
 	"math"
 	"strconv"
 	"sync"
+	"unsafe"
 )
 
 // Custom header fields written without a map
@@ -53,6 +54,16 @@ func (w *ExtWriter) String(key, value string) {
 	w.dst = append(w.dst, ':')
 	w.dst = appendJSONString(w.dst, value)
 	w.n++
+}
+
+// Bytes writes key with value's text, without making it a string first (the encoders copy
+// it; value may be reused once Bytes returns).
+func (w *ExtWriter) Bytes(key string, value []byte) {
+	if len(value) == 0 {
+		w.String(key, "")
+		return
+	}
+	w.String(key, unsafe.String(&value[0], len(value)))
 }
 
 // Int writes key with the decimal text of v, without formatting it into a string first.

@@ -106,3 +106,40 @@ func TestInlineHandlerEndBatchOnFailure(t *testing.T) {
 	}
 	require.EqualValues(t, 2, h.served.Load())
 }
+
+// bodyEcho is an inline handler answering each request with a copy of its body, made before
+// ServeRemoting returns (the body is the connection's read buffer until then).
+type bodyEcho struct{}
+
+func (bodyEcho) EndBatch(int) {}
+
+func (*bodyEcho) ServeRemoting(w ResponseWriter, req *Command) {
+	resp := NewResponse(nil, Success, "")
+	resp.Body = append([]byte(nil), req.Body...)
+	_ = w.Write(resp)
+}
+
+// An inline handler's request body is exactly its frame's, for every request of a burst in
+// one read buffer (sizes that make the buffer grow and be reused between frames).
+func TestInlineHandlerBodies(t *testing.T) {
+	srv, _ := startServer(t, nil, func(s *Server) { s.Handle(testCode, &bodyEcho{}) })
+	rc := dialRaw(t, srv.Addr().String())
+	var frames []byte
+	var want [][]byte
+	for i := 0; i < 40; i++ {
+		body := make([]byte, (i*997)%20000)
+		for j := range body {
+			body[j] = byte(i + j)
+		}
+		req := NewRequest(testCode, nil, body)
+		req.Opaque = int32(i)
+		frames = AppendFrame(frames, req)
+		want = append(want, body)
+	}
+	rc.write(frames)
+	for i := 0; i < len(want); i++ {
+		resp := rc.read()
+		require.Equal(t, len(want[resp.Opaque]), len(resp.Body), "request %d", resp.Opaque)
+		require.True(t, string(want[resp.Opaque]) == string(resp.Body), "request %d body", resp.Opaque)
+	}
+}

@@ -155,7 +155,9 @@ type Handler interface {
 // requests costs no goroutine hand-off per request; once the reader has no complete frame
 // buffered (it would wait for the socket), it calls EndBatch of the inline handler it ran
 // since the last call, so the handler can finish the burst's work in one go (one write for all
-// its sends); requests is how many of its requests the burst held. EndBatch also runs before
+// its sends); requests is how many of its requests the burst held. A request's Body is a
+// slice of the connection's read buffer, valid only until ServeRemoting returns (copy what
+// must outlive it). EndBatch also runs before
 // the reader runs another inline handler, and when the connection closes. Implementations are
 // pointers (the reader compares them).
 type InlineHandler interface {
@@ -568,7 +570,7 @@ func (c *ServerConn) readLoop() {
 		// The request and its response writer in one allocation.
 		r := &serverRequest{}
 		cmd := &r.cmd
-		err = decodeFrameInto(cmd, f.data)
+		err = decodeFrameAliased(cmd, f.data)
 		if err != nil {
 			if !c.malformed(f.data, err) {
 				c.link.close(fmt.Errorf("%w: %w", ErrConnFailed, err))
@@ -577,6 +579,16 @@ func (c *ServerConn) readLoop() {
 			continue
 		}
 		size := int64(len(f.data))
+		if _, inline := (*s.handlers.Load())[cmd.Code].(InlineHandler); inline && !cmd.IsResponse() {
+			// Its handler is done with the body when it returns: no copy.
+			c.dispatch(r, size)
+			cmd.Body = nil
+			fr.release()
+			continue
+		}
+		if len(cmd.Body) > 0 {
+			cmd.Body = append([]byte(nil), cmd.Body...)
+		}
 		fr.release() // the command holds its own copy now
 		if cmd.IsResponse() {
 			if !c.link.complete(cmd) {
