@@ -88,15 +88,19 @@ func (s *Store) WaitFlush(endOffset int64, deadline time.Time) <-chan error {
 	return ch
 }
 
-func (s *Store) completeWaiters(flushed int64) {
+// completeWaiters answers the waiters flushed covers and returns how many.
+func (s *Store) completeWaiters(flushed int64) int {
 	s.waitMu.Lock()
 	defer s.waitMu.Unlock()
+	n := 0
 	for len(s.byOffset) > 0 && s.byOffset[0].end <= flushed {
 		w := heap.Pop(&s.byOffset).(*waiter)
 		heap.Remove(&s.byDeadline, w.di)
 		s.nFlushedW.Add(1)
 		w.ch <- nil
+		n++
 	}
+	return n
 }
 
 func (s *Store) failAllWaiters(err error) {
@@ -158,14 +162,18 @@ func (s *Store) flushLoop() {
 	defer s.wg.Done()
 	t := time.NewTicker(s.cfg.FlushInterval)
 	defer t.Stop()
+	var last flushRound
 	for {
 		select {
 		case <-s.flushReq:
+			if !s.gatherWaiters(last) {
+				return
+			}
 		case <-t.C:
 		case <-s.stopCh:
 			return
 		}
-		s.flushOnce()
+		last = s.flushOnce()
 		s.cpMu.Lock()
 		due := s.cfg.Now().Sub(s.lastCP) >= s.cfg.CheckpointInterval
 		s.cpMu.Unlock()
@@ -177,10 +185,68 @@ func (s *Store) flushLoop() {
 	}
 }
 
+// Filling each fsync
+//
+// Group commit under SYNC_FLUSH: appenders wait for their flush (WaitFlush); one fsync covers
+// every record written before it starts. The waiters a flush releases append again at once,
+// but on a 2-core machine they take a while to get there, and a flush that starts with the
+// first of them covers only those that made it: 64 appenders filled each fsync with about 30.
+// So when a waiter arrives, the flusher first waits for as many waiters as its last flush
+// released, for at most half that flush's duration (capped at maxFlushLinger): the next
+// flush then covers about as many, for less than half an fsync of added latency. A lone
+// appender (its last flush released one waiter) never waits.
+
+// maxFlushLinger caps how long the flusher waits for waiters to gather.
+const maxFlushLinger = time.Millisecond
+
+// flushRound is what a flush did: how many waiters it released and how long it took.
+type flushRound struct {
+	released int
+	took     time.Duration
+}
+
+// flushLinger is how long the flusher may wait for waiters to gather before its next flush,
+// given the last round and how many waiters are pending: zero when they are as many as the
+// last flush released (or it released at most one).
+func flushLinger(last flushRound, pending int) time.Duration {
+	if last.released <= 1 || pending >= last.released {
+		return 0
+	}
+	return min(last.took/2, maxFlushLinger)
+}
+
+// gatherWaiters waits, before a flush a waiter asked for, until as many waiters are pending as
+// the last flush released or flushLinger's time has passed; false when the store is closing.
+func (s *Store) gatherWaiters(last flushRound) bool {
+	d := flushLinger(last, s.pendingWaiters())
+	if d <= 0 {
+		return true
+	}
+	timer := time.NewTimer(d)
+	defer timer.Stop()
+	for flushLinger(last, s.pendingWaiters()) > 0 {
+		select {
+		case <-s.flushReq: // another waiter
+		case <-timer.C:
+			return true
+		case <-s.stopCh:
+			return false
+		}
+	}
+	return true
+}
+
+func (s *Store) pendingWaiters() int {
+	s.waitMu.Lock()
+	defer s.waitMu.Unlock()
+	return len(s.byOffset)
+}
+
 // flushOnce fsyncs the CommitLog up to the current max offset.
-func (s *Store) flushOnce() {
+func (s *Store) flushOnce() flushRound {
+	start := time.Now()
 	if err := s.commit(); err != nil {
-		return
+		return flushRound{}
 	}
 	s.flushRunMu.Lock()
 	target := s.maxOffset.Load()
@@ -198,12 +264,13 @@ func (s *Store) flushOnce() {
 			if err := sg.f.Sync(); err != nil {
 				s.flushRunMu.Unlock()
 				s.setReadOnly(err)
-				return
+				return flushRound{}
 			}
 		}
 		s.nFsyncs.Add(1)
 		s.flushed.Store(target)
 	}
 	s.flushRunMu.Unlock()
-	s.completeWaiters(s.flushed.Load())
+	n := s.completeWaiters(s.flushed.Load())
+	return flushRound{released: n, took: time.Since(start)}
 }

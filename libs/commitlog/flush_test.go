@@ -207,3 +207,23 @@ func TestWriteBufferCommitAndFlush(t *testing.T) {
 	defer s.Close()
 	require.Equal(t, r2.EndOffset, s.MaxOffset())
 }
+
+// flushLinger: the flusher waits for as many waiters as its last flush released, for half that
+// flush's time at most (capped), and never for a lone appender.
+func TestFlushLinger(t *testing.T) {
+	ms := time.Millisecond
+	for _, tc := range []struct {
+		last    flushRound
+		pending int
+		want    time.Duration
+	}{
+		{flushRound{released: 0, took: ms}, 0, 0},
+		{flushRound{released: 1, took: ms}, 0, 0}, // a lone appender: no wait
+		{flushRound{released: 30, took: 400 * time.Microsecond}, 3, 200 * time.Microsecond},
+		{flushRound{released: 30, took: 400 * time.Microsecond}, 30, 0}, // gathered
+		{flushRound{released: 30, took: 400 * time.Microsecond}, 31, 0},
+		{flushRound{released: 64, took: 10 * ms}, 1, maxFlushLinger}, // capped
+	} {
+		require.Equal(t, tc.want, flushLinger(tc.last, tc.pending), "%+v pending %d", tc.last, tc.pending)
+	}
+}
