@@ -45,13 +45,7 @@ func (d *doneRec) Appended(res AppendResult, err error) {
 // appender waits for it), and each Appended runs once its record is in the file, in offset
 // order.
 func TestAsyncAppendsQueueBehindAWrite(t *testing.T) {
-	mem := vfs.NewCrashableMem()
-	g, fs := newGatedFS(mem)
-	cfg := testConfig(fs)
-	cfg.SegmentSize = 1 << 20
-	s := openStore(t, cfg)
-	defer s.Close()
-	mustAppend(t, s, msg("G", 0, "warm-up", ""))
+	s, g, mem, cfg := openGatedStore(t)
 	before := s.gwrites.Load()
 
 	const queued = 10
@@ -89,13 +83,7 @@ func TestAsyncAppendsQueueBehindAWrite(t *testing.T) {
 // A sync Append queued behind async ones leads the write that covers it; async records queued
 // after it go with it or in the writer's next write, and nothing is left queued.
 func TestAsyncAndSyncAppendsShareWrites(t *testing.T) {
-	mem := vfs.NewCrashableMem()
-	g, fs := newGatedFS(mem)
-	cfg := testConfig(fs)
-	cfg.SegmentSize = 1 << 20
-	s := openStore(t, cfg)
-	defer s.Close()
-	mustAppend(t, s, msg("G", 0, "warm-up", ""))
+	s, g, mem, cfg := openGatedStore(t)
 
 	out := make(chan asyncOut, 8)
 	g.armed.Store(true)
@@ -133,13 +121,7 @@ func TestAsyncAndSyncAppendsShareWrites(t *testing.T) {
 // A failed write fails every async append queued with it, once each; later AppendAsync calls
 // are refused at once (done not called).
 func TestAsyncAppendsWriteErrorFailsAll(t *testing.T) {
-	mem := vfs.NewCrashableMem()
-	g, fs := newGatedFS(mem)
-	cfg := testConfig(fs)
-	cfg.SegmentSize = 1 << 20
-	s := openStore(t, cfg)
-	defer s.Close()
-	mustAppend(t, s, msg("G", 0, "warm-up", ""))
+	s, g, _, _ := openGatedStore(t)
 	max := s.MaxOffset()
 
 	out := make(chan asyncOut, 8)

@@ -42,6 +42,20 @@ func newGatedFS(inner vfs.FS) (*gatedFS, vfs.FS) {
 	}))
 }
 
+// openGatedStore opens a store on a gatedFS over a crashable MemFS, 1 MiB segments, with one
+// record appended (its segment created), closed at the end of the test.
+func openGatedStore(t *testing.T) (*Store, *gatedFS, *vfs.MemFS, Config) {
+	t.Helper()
+	mem := vfs.NewCrashableMem()
+	g, fs := newGatedFS(mem)
+	cfg := testConfig(fs)
+	cfg.SegmentSize = 1 << 20
+	s := openStore(t, cfg)
+	t.Cleanup(func() { _ = s.Close() })
+	mustAppend(t, s, msg("G", 0, "warm-up", ""))
+	return s, g, mem, cfg
+}
+
 // recordOnFile reads the record at off straight from the segment file: what a process
 // started after a kill -9 would find.
 func recordOnFile(t *testing.T, mem *vfs.MemFS, cfg Config, off int64) *Record {
@@ -65,13 +79,7 @@ func queuedBytes(s *Store) int64 {
 // Appends that arrive while a write is in progress leave together in the next write, and each
 // returns only once its record is in the file.
 func TestGroupedAppendsShareOneWrite(t *testing.T) {
-	mem := vfs.NewCrashableMem()
-	g, fs := newGatedFS(mem)
-	cfg := testConfig(fs)
-	cfg.SegmentSize = 1 << 20
-	s := openStore(t, cfg)
-	defer s.Close()
-	mustAppend(t, s, msg("G", 0, "warm-up", "")) // creates the segment
+	s, g, mem, cfg := openGatedStore(t)
 	before := s.gwrites.Load()
 
 	g.armed.Store(true)
@@ -114,13 +122,7 @@ func TestGroupedAppendsShareOneWrite(t *testing.T) {
 // A failed group write fails every append in it; none reports success, and the store turns
 // read-only.
 func TestGroupedAppendsWriteErrorFailsAll(t *testing.T) {
-	mem := vfs.NewCrashableMem()
-	g, fs := newGatedFS(mem)
-	cfg := testConfig(fs)
-	cfg.SegmentSize = 1 << 20
-	s := openStore(t, cfg)
-	defer s.Close()
-	mustAppend(t, s, msg("G", 0, "warm-up", ""))
+	s, g, _, _ := openGatedStore(t)
 	max := s.MaxOffset()
 
 	g.armed.Store(true)

@@ -294,13 +294,9 @@ func TestServerKeysApplyAndValidate(t *testing.T) {
 // pull responses of similar size back to back); a server connection drops it (an idle server
 // connection holds minReadBuffer bytes whatever it was sent before).
 func TestClientReaderKeepsGrownBuffer(t *testing.T) {
-	frameOf := func(size int) []byte {
-		b := binary.BigEndian.AppendUint32(nil, uint32(size))
-		return append(b, make([]byte, size)...)
-	}
 	var stream []byte
 	for i := 0; i < 50; i++ {
-		stream = append(stream, frameOf(48<<10)...)
+		stream = append(stream, zeroFrame(48<<10)...)
 	}
 	for _, tc := range []struct {
 		name   string
@@ -329,13 +325,9 @@ func TestClientReaderKeepsGrownBuffer(t *testing.T) {
 // another) allocates only the buffer cut to that frame's end, where without spares it
 // allocates 8, 16 and 32 KiB on the way. The spares keep one buffer per size.
 func TestServerReadersShareOutgrownBuffers(t *testing.T) {
-	frameOf := func(size int) []byte {
-		b := binary.BigEndian.AppendUint32(nil, uint32(size))
-		return append(b, make([]byte, size)...)
-	}
 	var stream []byte
 	for i := 0; i < 50; i++ {
-		stream = append(stream, frameOf(48<<10)...)
+		stream = append(stream, zeroFrame(48<<10)...)
 	}
 	sp := &spareBuffers{}
 	budget := &byteBudget{max: 1 << 20}
@@ -365,4 +357,10 @@ func TestServerReadersShareOutgrownBuffers(t *testing.T) {
 	require.Equal(t, float64(4), allocs, "allocations per 48 KiB frame without spares")
 	sp.drop()
 	require.Equal(t, [32][]byte{}, sp.bufs, "drop empties the spares")
+}
+
+// zeroFrame is a length prefix and size zero bytes.
+func zeroFrame(size int) []byte {
+	b := binary.BigEndian.AppendUint32(nil, uint32(size))
+	return append(b, make([]byte, size)...)
 }
