@@ -78,6 +78,10 @@ func (g *adminGuard) Admit(c *remoting.ServerConn, req *remoting.Command) *remot
 	return remoting.NewResponse(req, remoting.NoPermission, reason)
 }
 
+// AdmitsWithoutExt implements remoting.ExtFreeGuard: only admin writes have their signature
+// checked (over the ExtFields map).
+func (g *adminGuard) AdmitsWithoutExt(code int32) bool { return !isAdminWrite(code) }
+
 // newAdminGuard builds the ACL-off guard and logs how admin writes are authenticated.
 func (b *Broker) newAdminGuard() (*adminGuard, error) {
 	secret, err := b.cfg.registrationSecret()

@@ -69,19 +69,18 @@ var v2Names = map[string]string{
 // SEND_MESSAGE_V2 header, straight from the request's ext fields: no renamed copy of the map.
 // A short name wins over a long one present in the same header. The first bad number is kept.
 type sendExtReader struct {
-	ext   map[string]string
+	req   *remoting.Command
 	short bool
 	err   error
 }
 
 func (r *sendExtReader) get(long, short string) (string, bool) {
 	if r.short {
-		if v, ok := r.ext[short]; ok {
+		if v, ok := r.req.ExtLookup(short); ok {
 			return v, true
 		}
 	}
-	v, ok := r.ext[long]
-	return v, ok
+	return r.req.ExtLookup(long)
 }
 
 // num parses a field with its width in Java's SendMessageRequestHeader and checks it against
@@ -102,9 +101,9 @@ func (r *sendExtReader) num(long, short string, required bool, bits int, lo, hi 
 }
 
 func decodeSendHeader(req *remoting.Command) (sendHeader, error) {
-	r := sendExtReader{ext: req.ExtFields}
+	r := sendExtReader{req: req}
 	if req.Code == remoting.SendMessageV2 || req.Code == remoting.SendBatchMessage {
-		_, r.short = r.ext["b"]
+		_, r.short = req.ExtLookup("b")
 	}
 	var h sendHeader
 	// Every numeric field is checked; the first bad one refuses the request (SYSTEM_ERROR, as

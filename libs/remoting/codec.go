@@ -233,7 +233,7 @@ func DecodeFrame(frame []byte) (*Command, error) {
 // decodeFrameInto is DecodeFrame into c, a zero Command (the server's request, allocated
 // with its response writer); c is unspecified on error.
 func decodeFrameInto(c *Command, frame []byte) error {
-	body, err := decodeFrameHeader(c, frame)
+	body, err := decodeFrameHeader(c, frame, nil)
 	if err != nil {
 		return err
 	}
@@ -244,9 +244,10 @@ func decodeFrameInto(c *Command, frame []byte) error {
 }
 
 // decodeFrameAliased is decodeFrameInto with c.Body a slice of frame instead of a copy (for a
-// request its handler is done with before the frame's buffer is reused).
-func decodeFrameAliased(c *Command, frame []byte) error {
-	body, err := decodeFrameHeader(c, frame)
+// request its handler is done with before the frame's buffer is reused), and the custom
+// header in pairs when pairsFor says so for the code (extpairs.go).
+func decodeFrameAliased(c *Command, frame []byte, pairsFor func(code int32) bool) error {
+	body, err := decodeFrameHeader(c, frame, pairsFor)
 	if err != nil {
 		return err
 	}
@@ -257,7 +258,7 @@ func decodeFrameAliased(c *Command, frame []byte) error {
 }
 
 // decodeFrameHeader decodes frame's header into c and returns its body (a slice of frame).
-func decodeFrameHeader(c *Command, frame []byte) ([]byte, error) {
+func decodeFrameHeader(c *Command, frame []byte, pairsFor func(code int32) bool) ([]byte, error) {
 	if len(frame) < headerWordSize {
 		return nil, fmt.Errorf("%w: %d bytes, no header word", ErrMalformed, len(frame))
 	}
@@ -274,7 +275,7 @@ func decodeFrameHeader(c *Command, frame []byte) ([]byte, error) {
 	)
 	switch typ {
 	case SerializeJSON:
-		if !decodeJSONHeaderFastInto(c, header) {
+		if !decodeJSONHeaderFastInto(c, header, pairsFor) {
 			slow, err = decodeJSONHeader(header)
 		}
 	case SerializeRocketMQ:

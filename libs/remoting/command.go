@@ -32,6 +32,9 @@ type Command struct {
 	// rawExt is, on an answer decoded for Client.InvokeExt, the checked extFields object
 	// (ExtFields is nil then); see extdecode.go.
 	rawExt []byte
+	// pairs is, on a request of an InlineHandler, its custom header in order (ExtFields is
+	// nil then); see extpairs.go.
+	pairs *[]extPair
 }
 
 // NewRequest builds a request. The opaque is assigned by the Client or ServerConn on send.
@@ -67,7 +70,10 @@ func (c *Command) IsResponse() bool { return c.Flag&FlagResponse != 0 }
 func (c *Command) IsOneway() bool { return c.Flag&FlagOneway != 0 }
 
 // Ext returns the ext field key, or "" when absent.
-func (c *Command) Ext(key string) string { return c.ExtFields[key] }
+func (c *Command) Ext(key string) string {
+	v, _ := c.ExtLookup(key)
+	return v
+}
 
 // SetExt sets an ext field, allocating the map if needed, and returns c.
 func (c *Command) SetExt(key, value string) *Command {
@@ -79,7 +85,7 @@ func (c *Command) SetExt(key, value string) *Command {
 }
 
 func (c *Command) extValue(key string) (string, error) {
-	v, ok := c.ExtFields[key]
+	v, ok := c.ExtLookup(key)
 	if !ok {
 		return "", fmt.Errorf("%w: %s", ErrExtMissing, key)
 	}

@@ -147,6 +147,7 @@ func newExtMap(hint int) map[string]string {
 // Only for a command nothing reads or keeps the map of afterwards (a handler calls it as it
 // returns, when no goroutine it started uses the request); its strings stay valid.
 func (c *Command) ReleaseExt() {
+	c.releasePairs()
 	m := c.ExtFields
 	c.ExtFields = nil
 	if m == nil || len(m) > maxPooledExt {

@@ -228,15 +228,17 @@ func extHint(h []byte) int {
 // decodeJSONHeaderFast decodes h, or reports false when the generic decoder must decide.
 func decodeJSONHeaderFast(h []byte) (*Command, bool) {
 	c := &Command{}
-	if !decodeJSONHeaderFastInto(c, h) {
+	if !decodeJSONHeaderFastInto(c, h, nil) {
 		return nil, false
 	}
 	return c, true
 }
 
 // decodeJSONHeaderFastInto decodes h into c, a zero Command; on false c holds a partial
-// decode and must be reset.
-func decodeJSONHeaderFastInto(c *Command, h []byte) bool {
+// decode and must be reset. When pairsFor reports true for the code, read before the
+// extFields, those go into c's pairs instead of a map (extpairs.go).
+func decodeJSONHeaderFastInto(c *Command, h []byte, pairsFor func(code int32) bool) bool {
+	codeSeen := false
 	f := fastScanner{b: h}
 	if len(h) <= sharedHeaderMax {
 		f.s = string(h)
@@ -262,6 +264,7 @@ func decodeJSONHeaderFastInto(c *Command, h []byte) bool {
 					return false
 				}
 				c.Code = int32(n)
+				codeSeen = true
 			case "version":
 				n, ok := f.int(math.MinInt16, math.MaxInt16)
 				if !ok {
@@ -303,6 +306,12 @@ func decodeJSONHeaderFastInto(c *Command, h []byte) bool {
 						return false
 					}
 				case '{':
+					if ext == nil && (c.pairs != nil || codeSeen && pairsFor != nil && pairsFor(c.Code)) {
+						if !f.extPairs(c) {
+							return false
+						}
+						break
+					}
 					if ext == nil {
 						ext = newExtMap(extHint(h))
 					}
@@ -331,6 +340,9 @@ func decodeJSONHeaderFastInto(c *Command, h []byte) bool {
 	}
 	if f.peek() != 0 {
 		return false
+	}
+	if c.pairs != nil { // (a repeated extFields appends to them: the last value wins)
+		return true
 	}
 	if ext == nil {
 		ext = make(map[string]string)

@@ -104,5 +104,56 @@ func FuzzJSONHeaderFast(f *testing.F) {
 			t.Fatalf("fast path accepted what the generic decoder refuses (%v): %q", err, h)
 		}
 		requireSameHeader(t, gen, fast)
+		requirePairsAgree(t, h, gen)
 	})
+}
+
+// requirePairsAgree decodes h with its ext fields into pairs and checks that every lookup
+// and the materialized map agree with the generic decode gen.
+func requirePairsAgree(t *testing.T, h []byte, gen *Command) {
+	t.Helper()
+	c := &Command{}
+	require.True(t, decodeJSONHeaderFastInto(c, h, func(int32) bool { return true }), "pairs decode refused what the map decode took")
+	require.Equal(t, gen.Code, c.Code)
+	for k, v := range gen.ExtFields {
+		got, ok := c.ExtLookup(k)
+		require.True(t, ok, "key %q", k)
+		require.Equal(t, v, got, "key %q", k)
+		require.Equal(t, v, c.Ext(k))
+	}
+	_, ok := c.ExtLookup("\x00absent")
+	require.False(t, ok)
+	c.MaterializeExt()
+	require.True(t, maps.Equal(gen.ExtFields, c.ExtFields), "materialized: %v vs %v", gen.ExtFields, c.ExtFields)
+	c.ReleaseExt()
+}
+
+// A request whose code comes before its extFields (as RocketMQ clients write it) and whose
+// code pairsFor names gets pairs, not a map; one whose extFields come first gets the map; a
+// repeated key gives its last value, as the map decode does.
+func TestJSONHeaderPairs(t *testing.T) {
+	yes := func(code int32) bool { return code == 310 }
+	c := &Command{}
+	h := `{"code":310,"extFields":{"a":"PG","b":"T","b":"T2","e":"3"},"flag":0,"language":"GO","opaque":7,"version":0}`
+	require.True(t, decodeJSONHeaderFastInto(c, []byte(h), yes))
+	require.Nil(t, c.ExtFields, "no map for a pairs request")
+	require.Equal(t, "T2", c.Ext("b"))
+	require.Equal(t, "PG", c.Ext("a"))
+	v, err := c.ExtInt32("e")
+	require.NoError(t, err)
+	require.EqualValues(t, 3, v)
+	_, ok := c.ExtLookup("z")
+	require.False(t, ok)
+	gen, err := decodeJSONHeader([]byte(h))
+	require.NoError(t, err)
+	requirePairsAgree(t, []byte(h), gen)
+
+	late := &Command{}
+	h2 := `{"extFields":{"a":"PG"},"code":310,"opaque":1}`
+	require.True(t, decodeJSONHeaderFastInto(late, []byte(h2), yes))
+	require.Equal(t, map[string]string{"a": "PG"}, late.ExtFields, "code after extFields: the map")
+
+	other := &Command{}
+	require.True(t, decodeJSONHeaderFastInto(other, []byte(`{"code":11,"extFields":{"a":"PG"}}`), yes))
+	require.Equal(t, map[string]string{"a": "PG"}, other.ExtFields, "a code pairsFor does not name: the map")
 }

@@ -1,6 +1,7 @@
 package remoting
 
 import (
+	"context"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -142,4 +143,35 @@ func TestInlineHandlerBodies(t *testing.T) {
 		require.Equal(t, len(want[resp.Opaque]), len(resp.Body), "request %d", resp.Opaque)
 		require.True(t, string(want[resp.Opaque]) == string(resp.Body), "request %d body", resp.Opaque)
 	}
+}
+
+// A peer's answer to a request the server sent (SendRequest) keeps its ext fields in
+// ExtFields even when its code equals an inline handler's request code: a response is never
+// left in pairs.
+func TestInlineCodeResponseKeepsExtFields(t *testing.T) {
+	h := &queueingHandler{}
+	var conn atomic.Pointer[ServerConn]
+	srv, _ := startServer(t, nil, func(s *Server) {
+		s.Handle(testCode, h)
+		s.HandleFunc(testCode+1, func(w ResponseWriter, req *Command) {
+			conn.Store(w.(interface{ Conn() *ServerConn }).Conn())
+			_ = w.Write(NewResponse(nil, Success, ""))
+		})
+	})
+	rc := dialRaw(t, srv.Addr().String())
+	rc.send(NewRequest(testCode+1, nil, nil))
+	require.Equal(t, Success, rc.read().Code)
+	got := make(chan *Command, 1)
+	go func() {
+		resp, err := conn.Load().SendRequest(context.Background(), NewRequest(77, nil, nil))
+		require.NoError(t, err)
+		got <- resp
+	}()
+	req := rc.read()
+	resp := NewResponse(req, testCode, "") // a response code equal to the inline request code
+	resp.ExtFields["answer"] = "42"
+	rc.send(resp)
+	r := <-got
+	require.Equal(t, testCode, r.Code)
+	require.Equal(t, "42", r.ExtFields["answer"])
 }

@@ -69,6 +69,14 @@ type Guard interface {
 	Admit(c *ServerConn, req *Command) *Command
 }
 
+// ExtFreeGuard is a Guard that says which requests it admits without reading their custom
+// header: for those the server does not build the ExtFields map of a request decoded into
+// pairs (extpairs.go). A Guard that is not one gets the map for every request.
+type ExtFreeGuard interface {
+	Guard
+	AdmitsWithoutExt(code int32) bool
+}
+
 // GuardFunc adapts a function to Guard.
 type GuardFunc func(c *ServerConn, req *Command) *Command
 
@@ -570,7 +578,7 @@ func (c *ServerConn) readLoop() {
 		// The request and its response writer in one allocation.
 		r := &serverRequest{}
 		cmd := &r.cmd
-		err = decodeFrameAliased(cmd, f.data)
+		err = decodeFrameAliased(cmd, f.data, s.inlineCode)
 		if err != nil {
 			if !c.malformed(f.data, err) {
 				c.link.close(fmt.Errorf("%w: %w", ErrConnFailed, err))
@@ -591,6 +599,7 @@ func (c *ServerConn) readLoop() {
 		}
 		fr.release() // the command holds its own copy now
 		if cmd.IsResponse() {
+			cmd.MaterializeExt() // a response code can equal an inline request code
 			if !c.link.complete(cmd) {
 				c.log.WithFields(logrus.Fields{"opaque": cmd.Opaque, "code": cmd.Code}).
 					Debug("remoting: response for unknown opaque dropped")
@@ -760,6 +769,9 @@ func (c *ServerConn) dispatch(r *serverRequest, size int64) {
 		return
 	}
 	if g := s.cfg.Guard; g != nil {
+		if eg, ok := g.(ExtFreeGuard); req.pairs != nil && (!ok || !eg.AdmitsWithoutExt(req.Code)) {
+			req.MaterializeExt()
+		}
 		if refusal := g.Admit(c, req); refusal != nil {
 			if !req.IsOneway() {
 				refusal.Opaque = req.Opaque
@@ -803,6 +815,13 @@ func (c *ServerConn) dispatch(r *serverRequest, size int64) {
 		s.wg.Add(1)
 		go c.worker(j)
 	}
+}
+
+// inlineCode reports whether requests of code go to an InlineHandler (their custom header is
+// then decoded into pairs: extpairs.go).
+func (s *Server) inlineCode(code int32) bool {
+	_, ok := (*s.handlers.Load())[code].(InlineHandler)
+	return ok
 }
 
 // endBatch calls EndBatch of the inline handler run since the last call (reader goroutine).
