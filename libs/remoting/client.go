@@ -94,6 +94,7 @@ type Client struct {
 	handlers map[int32]func(req *Command) *Command
 
 	opaque    atomic.Int32
+	sweepOnce sync.Once // starts the sweeper of asynchronous calls (async.go)
 	hsOK      atomic.Int64
 	hsFailed  atomic.Int64
 	wg        sync.WaitGroup
@@ -374,6 +375,9 @@ func (c *Client) readLoop(cc *clientConn) {
 	defer c.forget(cc)
 	fr := newFrameReader(cc.link.nc, nil, c.cfg.MaxFrameSize, nil, nil, c.cfg.IdleTimeout, 0)
 	defer fr.close()
+	// inPlace is an asynchronous call's typed answer decoded without a copy of its frame: it
+	// is valid until the next read, which is after its callback returned.
+	var inPlace Command
 	for {
 		f, err := fr.read()
 		if err != nil {
@@ -394,8 +398,15 @@ func (c *Client) readLoop(cc *clientConn) {
 		}
 		frame := f.data
 		var cmd *Command
-		if o, fl, ok := recoverOpaque(frame); ok && fl&FlagResponse != 0 && cc.link.wantsTyped(o) {
-			cmd = decodeResponseRaw(frame) // nil: not a shape the typed path takes
+		if o, fl, ok := recoverOpaque(frame); ok && fl&FlagResponse != 0 {
+			if w, ok := cc.link.waiting(o); ok && w.typed {
+				// nil or false: not a shape the typed path takes
+				if w.done == nil {
+					cmd = decodeResponseRaw(frame)
+				} else if decodeResponseRawInto(&inPlace, frame) {
+					cmd = &inPlace
+				}
+			}
 		}
 		if cmd == nil {
 			cmd, err = DecodeFrame(frame)
@@ -407,9 +418,18 @@ func (c *Client) readLoop(cc *clientConn) {
 			return
 		}
 		if cmd.IsResponse() {
-			if !cc.link.complete(cmd) {
+			w, ok := cc.link.take(cmd.Opaque)
+			if !ok {
 				cc.log.WithField("opaque", cmd.Opaque).Debug("remoting: late or unknown response dropped")
+				continue
 			}
+			if cmd == &inPlace && w.done == nil {
+				// The header scan read another opaque than the header's own: the goroutine
+				// that waits for this answer keeps it, so it gets a copy.
+				cmd = decodeResponseRaw(frame)
+			}
+			w.answer(cmd)
+			inPlace = Command{} // let go of what the callback was handed
 			continue
 		}
 		c.dispatchPush(cc, cmd)

@@ -108,20 +108,40 @@ func languageName(b []byte) string {
 // decodeResponseRaw decodes a JSON-header frame into a Command whose ExtFields is nil and
 // whose rawExt holds the checked extFields object, or returns nil when the fast path does not
 // take the frame (the caller then uses DecodeFrame). Its top-level rules are those of
-// decodeJSONHeaderFastInto.
+// decodeJSONHeaderFastInto. The Command holds a copy of the frame.
 func decodeResponseRaw(frame []byte) *Command {
-	if len(frame) < headerWordSize {
-		return nil
-	}
-	word := binary.BigEndian.Uint32(frame)
-	hlen := int(word & maxHeaderLen)
-	if byte(word>>24) != SerializeJSON || hlen > len(frame)-headerWordSize {
+	if !jsonHeaderFits(frame) {
 		return nil
 	}
 	c, buf := newRawCommand(frame)
+	if !decodeResponseRawInto(c, buf) {
+		return nil
+	}
+	return c
+}
+
+// jsonHeaderFits reports whether frame has a JSON header that fits it.
+func jsonHeaderFits(frame []byte) bool {
+	if len(frame) < headerWordSize {
+		return false
+	}
+	word := binary.BigEndian.Uint32(frame)
+	return byte(word>>24) == SerializeJSON && int(word&maxHeaderLen) <= len(frame)-headerWordSize
+}
+
+// decodeResponseRawInto is decodeResponseRaw into c, without a copy: c's Body and rawExt
+// are slices of frame, so c is valid only as long as frame is (an InvokeAsync answer, handed
+// to its callback straight from the connection's read buffer). It reports false when the
+// fast path does not take the frame; c is then garbage.
+func decodeResponseRawInto(c *Command, buf []byte) bool {
+	*c = Command{}
+	if !jsonHeaderFits(buf) {
+		return false
+	}
+	hlen := int(binary.BigEndian.Uint32(buf) & maxHeaderLen)
 	f := fastScanner{b: buf[headerWordSize : headerWordSize+hlen]}
 	if f.peek() != '{' {
-		return nil
+		return false
 	}
 	f.i++
 	if f.peek() == '}' {
@@ -130,14 +150,14 @@ func decodeResponseRaw(frame []byte) *Command {
 		for {
 			key, ok := f.rawKey()
 			if !ok || f.peek() != ':' {
-				return nil
+				return false
 			}
 			f.i++
 			switch string(key) {
 			case "code", "opaque", "flag":
 				n, ok := f.int(math.MinInt32, math.MaxInt32)
 				if !ok {
-					return nil
+					return false
 				}
 				switch key[0] {
 				case 'c':
@@ -150,19 +170,19 @@ func decodeResponseRaw(frame []byte) *Command {
 			case "version":
 				n, ok := f.int(math.MinInt16, math.MaxInt16)
 				if !ok {
-					return nil
+					return false
 				}
 				c.Version = int16(n)
 			case "language", "remark":
 				if f.peek() == 'n' {
 					if !f.literal("null") {
-						return nil
+						return false
 					}
 					break
 				}
 				v, ok := f.strBytes()
 				if !ok {
-					return nil
+					return false
 				}
 				if key[0] == 'l' {
 					c.Language = languageName(v)
@@ -173,20 +193,20 @@ func decodeResponseRaw(frame []byte) *Command {
 				switch f.peek() {
 				case 'n':
 					if !f.literal("null") {
-						return nil
+						return false
 					}
 				case '{':
 					start := f.i
 					if c.rawExt != nil || !f.walkExt(nil) {
-						return nil // a repeated object merges into one map: the map decode's case
+						return false // a repeated object merges into one map: the map decode's case
 					}
 					c.rawExt = f.b[start:f.i:f.i]
 				default:
-					return nil
+					return false
 				}
 			default:
 				if !f.skipSimple() {
-					return nil
+					return false
 				}
 			}
 			switch f.peek() {
@@ -196,13 +216,13 @@ func decodeResponseRaw(frame []byte) *Command {
 			case '}':
 				f.i++
 			default:
-				return nil
+				return false
 			}
 			break
 		}
 	}
 	if f.peek() != 0 {
-		return nil
+		return false
 	}
 	if c.rawExt == nil {
 		c.rawExt = emptyRawExt
@@ -210,7 +230,7 @@ func decodeResponseRaw(frame []byte) *Command {
 	if body := buf[headerWordSize+hlen:]; len(body) > 0 {
 		c.Body = body
 	}
-	return c
+	return true
 }
 
 // rawSmallFrame is the largest answer kept in one allocation with its Command (a send's

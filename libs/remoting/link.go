@@ -156,8 +156,10 @@ func (l *link) writeLoop() {
 }
 
 // close shuts the link once: marks it closed, closes the socket (unblocking reader and
-// writer) and fails every pending call.
+// writer) and fails every pending call. Asynchronous calls are failed through their callbacks
+// here, after the link is marked closed, by the goroutine whose close shut it.
 func (l *link) close(cause error) {
+	var pending map[int32]waiter
 	l.closeOnce.Do(func() {
 		if cause == nil {
 			cause = ErrClosed
@@ -172,9 +174,12 @@ func (l *link) close(cause error) {
 		_ = l.raw.Close()
 		close(l.done)
 		l.pmu.Lock()
+		pending = l.pending
 		l.pending = nil // waiters select on done
 		l.pmu.Unlock()
 	})
+	// Outside the Once: a callback may close the client, which closes this link again.
+	l.failAsync(pending)
 }
 
 func (l *link) isClosed() bool {
@@ -194,12 +199,21 @@ func (l *link) err() error {
 	return cause
 }
 
-// waiter is a call waiting for its answer.
+// waiter is a call waiting for its answer: a goroutine blocked on ch (call), or a callback
+// (callAsync, async.go).
 type waiter struct {
 	ch chan *Command
 	// typed: the caller takes the custom header through an ExtDecoder (Client.InvokeExt), so
 	// the reader keeps it unparsed instead of filling a map.
 	typed bool
+
+	// done, when set, is an asynchronous call's callback (ch is nil); dec, when set, takes its
+	// answer's custom header (typed then).
+	done Callback
+	dec  ExtDecoder
+	// deadline is when the sweeper fails an asynchronous call; code names it in errors.
+	deadline time.Time
+	code     int32
 }
 
 // register adds a waiter for opaque; it returns nil when the link is closed.
@@ -215,12 +229,23 @@ func (l *link) register(opaque int32, typed bool) chan *Command {
 	return ch
 }
 
-// wantsTyped reports whether the call waiting for opaque takes its header typed.
-func (l *link) wantsTyped(opaque int32) bool {
+// waiting returns the call waiting for opaque, leaving it registered.
+func (l *link) waiting(opaque int32) (waiter, bool) {
 	l.pmu.Lock()
 	w, ok := l.pending[opaque]
 	l.pmu.Unlock()
-	return ok && w.typed
+	return w, ok
+}
+
+// take removes and returns the call waiting for opaque: whoever takes a call answers it, once.
+func (l *link) take(opaque int32) (waiter, bool) {
+	l.pmu.Lock()
+	w, ok := l.pending[opaque]
+	if ok {
+		delete(l.pending, opaque)
+	}
+	l.pmu.Unlock()
+	return w, ok
 }
 
 // replyChans holds empty reply channels for reuse: a call puts its channel back only after it
@@ -247,24 +272,16 @@ func callTimer(d time.Duration) *time.Timer {
 }
 
 func (l *link) unregister(opaque int32) {
-	l.pmu.Lock()
-	if l.pending != nil {
-		delete(l.pending, opaque)
-	}
-	l.pmu.Unlock()
+	l.take(opaque)
 }
 
 // complete hands a response to its waiter; it reports false for an unknown opaque (late
-// answers after a timeout, answers to oneway calls), which are dropped.
+// answers after a timeout, answers to oneway calls), which are dropped. An asynchronous
+// call's callback runs here, on the caller's (the reader's) goroutine.
 func (l *link) complete(resp *Command) bool {
-	l.pmu.Lock()
-	w, ok := l.pending[resp.Opaque]
+	w, ok := l.take(resp.Opaque)
 	if ok {
-		delete(l.pending, resp.Opaque)
-	}
-	l.pmu.Unlock()
-	if ok {
-		w.ch <- resp
+		w.answer(resp)
 	}
 	return ok
 }
