@@ -54,6 +54,9 @@ type Result struct {
 	CPU []ProcCPU
 	// Allocs counts the bench process's heap allocations while producing.
 	Allocs uint64
+	// Syscalls counts the bench process's read and write syscalls while producing (-1:
+	// unknown, no /proc).
+	Syscalls int64
 	// KeyPrefix is, with -keys, what every message's KEYS key starts with; a sequence number
 	// (1, 2, ...) follows.
 	KeyPrefix string
@@ -262,7 +265,7 @@ func Run(ctx context.Context, cfg Config, out io.Writer) (*Result, error) {
 	}
 	wg.Wait()
 	produceElapsed := time.Since(start)
-	cpu, allocs := meter.stop()
+	cpu, allocs, syscalls := meter.stop()
 
 	// Consumers: wait for every stored message of this run, or for N (consume only), bounded.
 	if len(consumers) > 0 {
@@ -303,7 +306,7 @@ func Run(ctx context.Context, cfg Config, out io.Writer) (*Result, error) {
 	res := &Result{
 		Config: cfg, ProduceElapsed: produceElapsed, Sent: st.sent.Load(), SendErrors: st.errs.Load(),
 		Statuses: map[string]int64{}, SendLatency: st.lat, Consumed: st.consumed.Load(),
-		EndToEnd: st.e2e, FirstError: st.firstErr, CPU: cpu, Allocs: allocs,
+		EndToEnd: st.e2e, FirstError: st.firstErr, CPU: cpu, Allocs: allocs, Syscalls: syscalls,
 	}
 	if cfg.Keys {
 		res.KeyPrefix = st.keyPrefix()
@@ -390,7 +393,11 @@ func (r *Result) Print(w io.Writer) {
 				parts = append(parts, fmt.Sprintf("%s %.2f", p.Name, float64(p.CPU.Nanoseconds())/1e3/float64(n)))
 			}
 			fmt.Fprintf(w, "cpu:     µs per message: %s\n", strings.Join(parts, ", "))
-			fmt.Fprintf(w, "allocs:  %.1f per message (bench)\n", float64(r.Allocs)/float64(n))
+			sc := ""
+			if r.Syscalls >= 0 {
+				sc = fmt.Sprintf(", %.2f read/write syscalls per message", float64(r.Syscalls)/float64(n))
+			}
+			fmt.Fprintf(w, "allocs:  %.1f per message (bench)%s\n", float64(r.Allocs)/float64(n), sc)
 		}
 	}
 	if c.Consumers > 0 {
