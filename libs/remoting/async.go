@@ -130,6 +130,17 @@ func (w *waiter) answer(resp *Command) {
 	w.done.InvokeDone(resp, nil)
 }
 
+// answerInPlace is answer for a response decoded in place, whose custom header fields spans
+// holds already: they go to the decoder without a second walk of the object.
+func (w *waiter) answerInPlace(resp *Command, spans *extSpans) {
+	if w.dec != nil && !spans.over {
+		spans.feed(w.dec)
+		resp.rawExt = nil
+	}
+	spans.reset()
+	w.answer(resp)
+}
+
 // expiredCall is an asynchronous call taken from a link by a sweep or a close.
 type expiredCall struct {
 	opaque int32

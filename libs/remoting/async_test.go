@@ -115,6 +115,22 @@ func TestInvokeAsyncAnswers(t *testing.T) {
 		require.Equal(t, asyncResult{code: Success, body: "body-" + n, ext: map[string]string{"msgId": "ID-" + n, "queueOffset": n}}, typed.only(t, n))
 	}
 
+	// More fields than the reader keeps spans for, and escapes: the decoder still gets each.
+	many := map[string]string{"q\"uote": "v\u00e9\n"}
+	for i := 0; i < maxExtSpans+4; i++ {
+		many["k"+strconv.Itoa(i)] = strconv.Itoa(i)
+	}
+	s.HandleFunc(testCode, func(w ResponseWriter, req *Command) {
+		resp := NewResponse(req, Success, "")
+		resp.ExtFields = many
+		_ = w.Write(resp)
+	})
+	wide := newRecorder()
+	wide.dec = collectExt{}
+	require.NoError(t, cl.InvokeAsync(addr, NewRequest(testCode, nil, nil), wide.dec, time.Time{}, wide.call("wide")))
+	wide.wait(t, 1)
+	require.Equal(t, many, wide.only(t, "wide").ext)
+
 	busy := newRecorder()
 	require.NoError(t, cl.InvokeAsync(addr, NewRequest(SendMessage, map[string]string{"n": "busy"}, nil), nil, time.Time{}, busy.call("busy")))
 	busy.wait(t, 1)

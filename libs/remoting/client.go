@@ -378,7 +378,15 @@ func (c *Client) readLoop(cc *clientConn) {
 	// inPlace is an asynchronous call's typed answer decoded without a copy of its frame: it
 	// is valid until the next read, which is after its callback returned.
 	var inPlace Command
+	var spans extSpans // inPlace's custom header fields
+	// While more frames are at hand, what the callbacks of their answers send waits for the
+	// last of them (link.cork).
+	corked := false
 	for {
+		if corked && !fr.frameBuffered() {
+			cc.link.uncork()
+			corked = false
+		}
 		f, err := fr.read()
 		if err != nil {
 			var ne net.Error
@@ -396,6 +404,10 @@ func (c *Client) readLoop(cc *clientConn) {
 			cc.link.close(fmt.Errorf("%w: read: %w", ErrConnFailed, err))
 			return
 		}
+		if !corked && fr.frameBuffered() {
+			cc.link.cork()
+			corked = true
+		}
 		frame := f.data
 		var cmd *Command
 		if o, fl, ok := recoverOpaque(frame); ok && fl&FlagResponse != 0 {
@@ -403,7 +415,7 @@ func (c *Client) readLoop(cc *clientConn) {
 				// nil or false: not a shape the typed path takes
 				if w.done == nil {
 					cmd = decodeResponseRaw(frame)
-				} else if decodeResponseRawInto(&inPlace, frame) {
+				} else if decodeResponseRawInto(&inPlace, frame, &spans) {
 					cmd = &inPlace
 				}
 			}
@@ -428,7 +440,11 @@ func (c *Client) readLoop(cc *clientConn) {
 				// that waits for this answer keeps it, so it gets a copy.
 				cmd = decodeResponseRaw(frame)
 			}
-			w.answer(cmd)
+			if cmd == &inPlace {
+				w.answerInPlace(cmd, &spans)
+			} else {
+				w.answer(cmd)
+			}
 			inPlace = Command{} // let go of what the callback was handed
 			continue
 		}

@@ -114,7 +114,7 @@ func decodeResponseRaw(frame []byte) *Command {
 		return nil
 	}
 	c, buf := newRawCommand(frame)
-	if !decodeResponseRawInto(c, buf) {
+	if !decodeResponseRawInto(c, buf, nil) {
 		return nil
 	}
 	return c
@@ -131,9 +131,14 @@ func jsonHeaderFits(frame []byte) bool {
 
 // decodeResponseRawInto is decodeResponseRaw into c, without a copy: c's Body and rawExt
 // are slices of frame, so c is valid only as long as frame is (an InvokeAsync answer, handed
-// to its callback straight from the connection's read buffer). It reports false when the
-// fast path does not take the frame; c is then garbage.
-func decodeResponseRawInto(c *Command, buf []byte) bool {
+// to its callback straight from the connection's read buffer). spans, when not nil, gets the
+// fields the check of the extFields object met, so that they reach a decoder without a second
+// walk. It reports false when the fast path does not take the frame; c and spans are then
+// garbage.
+func decodeResponseRawInto(c *Command, buf []byte, spans *extSpans) bool {
+	if spans != nil {
+		spans.reset()
+	}
 	*c = Command{}
 	if !jsonHeaderFits(buf) {
 		return false
@@ -197,7 +202,11 @@ func decodeResponseRawInto(c *Command, buf []byte) bool {
 					}
 				case '{':
 					start := f.i
-					if c.rawExt != nil || !f.walkExt(nil) {
+					var fn func(k, v []byte)
+					if spans != nil {
+						fn = spans.add
+					}
+					if c.rawExt != nil || !f.walkExt(fn) {
 						return false // a repeated object merges into one map: the map decode's case
 					}
 					c.rawExt = f.b[start:f.i:f.i]
@@ -256,6 +265,38 @@ func newRawCommand(frame []byte) (*Command, []byte) {
 
 // emptyRawExt marks a typed-path command without custom header fields.
 var emptyRawExt = []byte("{}")
+
+// maxExtSpans is how many fields extSpans keeps: a send's answer has seven to nine.
+const maxExtSpans = 16
+
+// extSpans are the custom header fields of an answer decoded in place, as the check of its
+// extFields object found them (key and value, unescaped, slices of the frame unless they had
+// escapes); over: there were more than maxExtSpans, feed from the object instead.
+type extSpans struct {
+	n    int
+	over bool
+	kv   [maxExtSpans][2][]byte
+}
+
+func (s *extSpans) reset() { s.n, s.over = 0, false }
+
+func (s *extSpans) add(k, v []byte) {
+	if s.n == len(s.kv) {
+		s.over = true
+		return
+	}
+	s.kv[s.n] = [2][]byte{k, v}
+	s.n++
+}
+
+// feed hands the fields to dec, in the object's order, and lets go of them.
+func (s *extSpans) feed(dec ExtDecoder) {
+	for i := range s.n {
+		dec.DecodeExt(s.kv[i][0], s.kv[i][1])
+		s.kv[i] = [2][]byte{}
+	}
+	s.n = 0
+}
 
 // decodeExt feeds c's custom header fields to dec: the kept object when the typed path
 // decoded c, else the map (which it hands back; ExtFields is nil after).

@@ -34,6 +34,19 @@ func checkResponseExt(t *testing.T, frame []byte) {
 	raw.extMap()
 	require.Nil(t, raw.rawExt)
 	require.Equal(t, want.ExtFields, raw.ExtFields)
+
+	// In place (InvokeAsync), the fields the check met reach the decoder without a second walk.
+	var in Command
+	var spans extSpans
+	require.True(t, decodeResponseRawInto(&in, frame, &spans), "in place refused what the copy took")
+	require.Equal(t, want.Body, in.Body)
+	fromSpans := collectExt{}
+	if spans.over {
+		in.decodeExt(fromSpans)
+	} else {
+		spans.feed(fromSpans)
+	}
+	require.Equal(t, want.ExtFields, map[string]string(fromSpans))
 }
 
 // TestResponseExtRoundTrip: answers encoded from a map, through ExtAppend and by hand (nulls,

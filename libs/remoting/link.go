@@ -36,6 +36,9 @@ type link struct {
 	spaceCond *sync.Cond // blocking producers wait for space
 	queue     []byte
 	closed    bool
+	// corked holds the writer back while a client's reader runs the callbacks of answers it
+	// already holds (cork): the requests they send leave in one write at uncork.
+	corked bool
 
 	pmu     sync.Mutex
 	pending map[int32]waiter
@@ -75,7 +78,7 @@ func (l *link) send(c *Command, block bool) error {
 		return err
 	}
 	l.queue = q
-	if wasEmpty {
+	if wasEmpty && !l.corked {
 		l.dataCond.Signal()
 	}
 	return nil
@@ -99,7 +102,7 @@ func (l *link) trySend(c *Command) (bool, error) {
 		return false, err
 	}
 	l.queue = q
-	if wasEmpty {
+	if wasEmpty && !l.corked {
 		l.dataCond.Signal()
 	}
 	return true, nil
@@ -119,7 +122,7 @@ func (l *link) writeLoop() {
 	yielded := false
 	for {
 		l.wmu.Lock()
-		for len(l.queue) == 0 && !l.closed {
+		for (len(l.queue) == 0 || l.corked) && !l.closed {
 			l.dataCond.Wait()
 		}
 		if l.closed {
@@ -153,6 +156,27 @@ func (l *link) writeLoop() {
 		}
 		spare = buf
 	}
+}
+
+// cork holds the writer until uncork: frames queued meanwhile leave together in its next
+// write. The client's reader corks while the answers it handles are followed by more already
+// read, so the requests their callbacks send (an asynchronous window refilled from them) go
+// out in one write per batch of answers, not one write for the first and another for the
+// rest. Only the reader corks, and only between frames it holds, so the writer never waits
+// on the network.
+func (l *link) cork() {
+	l.wmu.Lock()
+	l.corked = true
+	l.wmu.Unlock()
+}
+
+func (l *link) uncork() {
+	l.wmu.Lock()
+	l.corked = false
+	if len(l.queue) > 0 {
+		l.dataCond.Signal()
+	}
+	l.wmu.Unlock()
 }
 
 // close shuts the link once: marks it closed, closes the socket (unblocking reader and
