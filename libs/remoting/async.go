@@ -130,6 +130,14 @@ func (w *waiter) answer(resp *Command) {
 	w.done.InvokeDone(resp, nil)
 }
 
+// fail fails the call with err (a call taken from the table just before its link closed).
+func (w *waiter) fail(err error) {
+	if w.done != nil {
+		w.done.InvokeDone(nil, err)
+	}
+	// A goroutine in call sees the link's done instead.
+}
+
 // answerInPlace is answer for a response decoded in place, whose custom header fields spans
 // holds already: they go to the decoder without a second walk of the object.
 func (w *waiter) answerInPlace(resp *Command, spans *extSpans) {

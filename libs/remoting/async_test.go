@@ -2,6 +2,7 @@ package remoting
 
 import (
 	"context"
+	"net"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -358,4 +359,46 @@ func TestInvokeAsyncWindowRefilledFromCallback(t *testing.T) {
 	wg.Wait()
 	require.Zero(t, errs.Load())
 	require.Negative(t, left.Load())
+}
+
+// TestInvokeAsyncBinaryAnswer: an answer the in-place path does not take (a ROCKETMQ binary
+// header) is decoded into a map and still reaches the decoder and the callback.
+func TestInvokeAsyncBinaryAnswer(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	defer ln.Close()
+	go func() {
+		nc, err := ln.Accept()
+		if err != nil {
+			return
+		}
+		defer nc.Close()
+		for {
+			frame, err := ReadFrame(nc, nil, 1<<20)
+			if err != nil {
+				return
+			}
+			req, err := DecodeFrame(frame)
+			if err != nil {
+				return
+			}
+			resp := NewResponse(req, Success, "")
+			resp.ExtFields["queueOffset"] = "42"
+			out, err := AppendBinaryFrame(nil, resp)
+			if err != nil {
+				return
+			}
+			if _, err := nc.Write(out); err != nil {
+				return
+			}
+		}
+	}()
+	cl := newTestClient(t, nil)
+	rec := newRecorder()
+	rec.dec = collectExt{}
+	require.NoError(t, cl.InvokeAsync(ln.Addr().String(), NewRequest(testCode, nil, nil), rec.dec, time.Time{}, rec.call("bin")))
+	rec.wait(t, 1)
+	got := rec.only(t, "bin")
+	require.NoError(t, got.err)
+	require.Equal(t, map[string]string{"queueOffset": "42"}, got.ext)
 }

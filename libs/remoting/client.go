@@ -375,10 +375,11 @@ func (c *Client) readLoop(cc *clientConn) {
 	defer c.forget(cc)
 	fr := newFrameReader(cc.link.nc, nil, c.cfg.MaxFrameSize, nil, nil, c.cfg.IdleTimeout, 0)
 	defer fr.close()
-	// inPlace is an asynchronous call's typed answer decoded without a copy of its frame: it
-	// is valid until the next read, which is after its callback returned.
+	// inPlace is the last answer decoded without a copy of its frame (spans: its custom header
+	// fields): valid until the next read, which is after an asynchronous call's callback that
+	// was handed it returned.
 	var inPlace Command
-	var spans extSpans // inPlace's custom header fields
+	var spans extSpans
 	// While more frames are at hand, what the callbacks of their answers send waits for the
 	// last of them (link.cork).
 	corked := false
@@ -409,15 +410,23 @@ func (c *Client) readLoop(cc *clientConn) {
 			corked = true
 		}
 		frame := f.data
+		// An answer is first decoded in place (the fast path's shapes), which gives its opaque
+		// and, to an asynchronous typed call, everything it needs; any other frame, or an
+		// answer whose caller wants a map, is decoded again by DecodeFrame.
 		var cmd *Command
-		if o, fl, ok := recoverOpaque(frame); ok && fl&FlagResponse != 0 {
-			if w, ok := cc.link.waiting(o); ok && w.typed {
-				// nil or false: not a shape the typed path takes
-				if w.done == nil {
-					cmd = decodeResponseRaw(frame)
-				} else if decodeResponseRawInto(&inPlace, frame, &spans) {
-					cmd = &inPlace
+		var w waiter
+		taken := false
+		if decodeResponseRawInto(&inPlace, frame, &spans) && inPlace.IsResponse() {
+			if w, taken = cc.link.take(inPlace.Opaque); !taken {
+				cc.log.WithField("opaque", inPlace.Opaque).Debug("remoting: late or unknown response dropped")
+				continue
+			}
+			if w.typed {
+				if w.done != nil {
+					w.answerInPlace(&inPlace, &spans)
+					continue
 				}
+				cmd = decodeResponseRaw(frame) // the waiting goroutine keeps its answer: a copy
 			}
 		}
 		if cmd == nil {
@@ -426,26 +435,21 @@ func (c *Client) readLoop(cc *clientConn) {
 		if err != nil {
 			// A server that sends undecodable frames cannot be trusted to match answers.
 			cc.log.WithError(err).Warn("remoting: undecodable frame from server, closing connection")
-			cc.link.close(fmt.Errorf("%w: %w", ErrConnFailed, err))
+			cause := fmt.Errorf("%w: %w", ErrConnFailed, err)
+			cc.link.close(cause)
+			if taken {
+				w.fail(cause) // no longer in the table the close failed
+			}
 			return
 		}
 		if cmd.IsResponse() {
-			w, ok := cc.link.take(cmd.Opaque)
-			if !ok {
-				cc.log.WithField("opaque", cmd.Opaque).Debug("remoting: late or unknown response dropped")
-				continue
+			if !taken {
+				if w, taken = cc.link.take(cmd.Opaque); !taken {
+					cc.log.WithField("opaque", cmd.Opaque).Debug("remoting: late or unknown response dropped")
+					continue
+				}
 			}
-			if cmd == &inPlace && w.done == nil {
-				// The header scan read another opaque than the header's own: the goroutine
-				// that waits for this answer keeps it, so it gets a copy.
-				cmd = decodeResponseRaw(frame)
-			}
-			if cmd == &inPlace {
-				w.answerInPlace(cmd, &spans)
-			} else {
-				w.answer(cmd)
-			}
-			inPlace = Command{} // let go of what the callback was handed
+			w.answer(cmd)
 			continue
 		}
 		c.dispatchPush(cc, cmd)

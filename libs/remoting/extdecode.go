@@ -10,11 +10,15 @@ import (
 // A response's custom header normally becomes ExtFields: a map filled by the connection's
 // reader, one hash insert per field, for a caller that often reads one or two of them (a
 // send's answer: code, queueOffset, msgId). Client.InvokeExt lets such a caller take the
-// fields typed instead: the reader, seeing that the waiter for that opaque asked for it,
-// decodes the header's fixed fields, checks the extFields object and keeps its bytes (one
-// copy of the frame, which the body shares); the caller's goroutine then walks them into its
-// ExtDecoder. The decoder runs only in the caller's goroutine, after the answer arrived, so a
-// call that timed out never races the reader. Any frame this path does not take (a binary
+// fields typed instead. The client's reader decodes every frame's header in place first
+// (decodeResponseRawInto: the fixed fields, and a check of the extFields object that notes
+// its fields), which also gives the answer's opaque. When the call waiting for it asked for
+// typed fields, InvokeExt's answer is a copy of the frame (which the body shares) keeping the
+// object's bytes, which the caller's goroutine then walks into its ExtDecoder: the decoder
+// runs only in the caller's goroutine, after the answer arrived, so a call that timed out
+// never races the reader. An InvokeAsync call's decoder gets the noted fields straight away on
+// the reader, before its callback, with no copy and no second walk. Any frame this path does
+// not take (a binary
 // header, escapes in top-level keys, the shapes the fast JSON path gives up on) is decoded
 // into a map as usual and the map's fields are fed to the decoder: the decoder sees the same
 // fields either way (FuzzResponseExt checks the walk against the map decode). Fields with a

@@ -253,14 +253,6 @@ func (l *link) register(opaque int32, typed bool) chan *Command {
 	return ch
 }
 
-// waiting returns the call waiting for opaque, leaving it registered.
-func (l *link) waiting(opaque int32) (waiter, bool) {
-	l.pmu.Lock()
-	w, ok := l.pending[opaque]
-	l.pmu.Unlock()
-	return w, ok
-}
-
 // take removes and returns the call waiting for opaque: whoever takes a call answers it, once.
 func (l *link) take(opaque int32) (waiter, bool) {
 	l.pmu.Lock()
