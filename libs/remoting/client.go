@@ -351,6 +351,7 @@ func (c *Client) dial(cc *clientConn) {
 	}
 	cc.link = newLink(nc, c.cfg.WriteTimeout)
 	cc.link.raw = raw
+	cc.link.enableDirect()
 	c.mu.Lock()
 	if c.closed {
 		c.mu.Unlock()
@@ -380,8 +381,8 @@ func (c *Client) readLoop(cc *clientConn) {
 	// was handed it returned.
 	var inPlace Command
 	var spans extSpans
-	// While more frames are at hand, what the callbacks of their answers send waits for the
-	// last of them (link.cork).
+	// While it handles the frames at hand, what their callbacks (or anyone) send waits for the
+	// last of them and then leaves in one write, the reader's own when it can (link.cork).
 	corked := false
 	for {
 		if corked && !fr.frameBuffered() {
@@ -405,7 +406,7 @@ func (c *Client) readLoop(cc *clientConn) {
 			cc.link.close(fmt.Errorf("%w: read: %w", ErrConnFailed, err))
 			return
 		}
-		if !corked && fr.frameBuffered() {
+		if !corked {
 			cc.link.cork()
 			corked = true
 		}

@@ -74,3 +74,84 @@ func TestFrameBuffered(t *testing.T) {
 	require.NoError(t, err)
 	require.False(t, fr.frameBuffered(), "third frame is one byte short")
 }
+
+// tcpPair returns the two ends of a loopback TCP connection.
+func tcpPair(t *testing.T) (client, server net.Conn) {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	defer ln.Close()
+	accepted := make(chan net.Conn, 1)
+	go func() {
+		nc, _ := ln.Accept()
+		accepted <- nc
+	}()
+	client, err = net.Dial("tcp", ln.Addr().String())
+	require.NoError(t, err)
+	server = <-accepted
+	require.NotNil(t, server)
+	t.Cleanup(func() { _ = client.Close(); _ = server.Close() })
+	return client, server
+}
+
+// readOpaques reads n frames from nc and returns their opaques.
+func readOpaques(t *testing.T, nc net.Conn, n int) []int32 {
+	t.Helper()
+	require.NoError(t, nc.SetReadDeadline(time.Now().Add(10*time.Second)))
+	var got []int32
+	for i := 0; i < n; i++ {
+		frame, err := ReadFrame(nc, nil, 64<<20)
+		require.NoError(t, err, "frame %d", i)
+		c, err := DecodeFrame(frame)
+		require.NoError(t, err)
+		got = append(got, c.Opaque)
+	}
+	return got
+}
+
+// TestLinkUncorkWritesDirect: on a plain TCP client socket uncork writes the corked batch
+// itself: it arrives with no writer running.
+func TestLinkUncorkWritesDirect(t *testing.T) {
+	cn, sn := tcpPair(t)
+	l := newLink(cn, time.Second)
+	l.enableDirect()
+	require.NotNil(t, l.direct)
+	defer l.close(nil)
+	l.cork()
+	var want []int32
+	for i := int32(1); i <= 10; i++ {
+		require.NoError(t, l.send(&Command{Code: testCode, Opaque: i}, false))
+		want = append(want, i)
+	}
+	l.uncork()
+	require.Equal(t, want, readOpaques(t, sn, len(want)))
+}
+
+// TestLinkUncorkHandsRestToWriter: what the socket does not take at once (a peer that is not
+// reading yet) goes to the writer ahead of what is queued after, and every frame arrives once,
+// in order.
+func TestLinkUncorkHandsRestToWriter(t *testing.T) {
+	cn, sn := tcpPair(t)
+	l := newLink(cn, 10*time.Second)
+	l.enableDirect()
+	done := make(chan struct{})
+	go func() { l.writeLoop(); close(done) }()
+	defer func() { l.close(nil); <-done }()
+
+	body := make([]byte, 256<<10)
+	var want []int32
+	op := int32(0)
+	l.cork()
+	for i := 0; i < 64; i++ { // 16 MiB: more than the socket buffers hold
+		op++
+		require.NoError(t, l.send(&Command{Code: testCode, Opaque: op, Body: body}, false))
+		want = append(want, op)
+	}
+	l.uncork()
+	for i := 0; i < 8; i++ {
+		op++
+		require.NoError(t, l.send(&Command{Code: testCode, Opaque: op, Body: body}, false))
+		want = append(want, op)
+	}
+	require.Equal(t, want, readOpaques(t, sn, len(want)))
+}

@@ -7,6 +7,7 @@ import (
 	"io"
 	"math/rand/v2"
 	"os"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -76,7 +77,8 @@ type stats struct {
 	lastRecvNs atomic.Int64
 
 	mu        sync.Mutex
-	statuses  map[string]int64
+	statuses  map[string]int64 // but StatusOK's count, in ok
+	ok        int64            // answers with StatusOK: no map update per message
 	lat       []time.Duration
 	e2e       []time.Duration
 	firstErr  string
@@ -107,7 +109,11 @@ func (s *stats) sendDone(status string, lat time.Duration, err error) {
 		return
 	}
 	s.sent.Add(1)
-	s.statuses[status]++
+	if status == StatusOK {
+		s.ok++
+	} else {
+		s.statuses[status]++
+	}
 	if len(s.lat) < s.maxSample {
 		s.lat = append(s.lat, lat)
 	}
@@ -314,11 +320,16 @@ func Run(ctx context.Context, cfg Config, out io.Writer) (*Result, error) {
 	for k, v := range st.statuses {
 		res.Statuses[k] = v
 	}
+	if st.ok > 0 {
+		res.Statuses[StatusOK] = st.ok
+	}
 	if last := st.lastRecvNs.Load(); last > 0 {
 		res.ConsumeElapsed = time.Unix(0, last).Sub(start)
 	}
-	sort.Slice(res.SendLatency, func(i, j int) bool { return res.SendLatency[i] < res.SendLatency[j] })
-	sort.Slice(res.EndToEnd, func(i, j int) bool { return res.EndToEnd[i] < res.EndToEnd[j] })
+	// slices.Sort, not sort.Slice: a few million samples sort in a third of the time, which is
+	// bench CPU that the CPU per message counts.
+	slices.Sort(res.SendLatency)
+	slices.Sort(res.EndToEnd)
 	return res, nil
 }
 
