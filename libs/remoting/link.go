@@ -22,7 +22,9 @@ const (
 
 // link is the part of a connection shared by the server and client sides: a single writer
 // goroutine draining a byte queue (frames appended by any goroutine, written in batches, one
-// Write per drain), and a table of calls waiting for a response by opaque.
+// Write per drain), and a table of calls waiting for a response by opaque. On a client's
+// plain TCP connection the reader may write a corked batch itself (uncork); one batch is
+// written at a time (writing), in queue order.
 type link struct {
 	// nc carries the frames: the socket itself, or a *tls.Conn over it. Set before the writer
 	// starts and not changed after.
@@ -37,8 +39,8 @@ type link struct {
 	spaceCond *sync.Cond // blocking producers wait for space
 	queue     []byte
 	closed    bool
-	// corked holds the writer back while a client's reader runs the callbacks of answers it
-	// already holds (cork): the requests they send leave in one write at uncork.
+	// corked holds the writer back while a client's reader handles the frames it holds
+	// (cork): the requests their callbacks send leave in one write at uncork.
 	corked bool
 	// released: what is queued is a batch uncork released, so the writer writes it without
 	// first yielding for more.
@@ -139,6 +141,7 @@ func (l *link) writeLoop() {
 	yielded := false
 	for {
 		l.wmu.Lock()
+		l.writing = false // the batch this loop took last, if any, is written
 		for (len(l.queue) == 0 || l.corked || l.writing) && !l.closed {
 			l.dataCond.Wait()
 		}
@@ -165,11 +168,7 @@ func (l *link) writeLoop() {
 		if l.writeTimeout > 0 {
 			_ = l.nc.SetWriteDeadline(time.Now().Add(l.writeTimeout))
 		}
-		_, err := l.nc.Write(buf)
-		l.wmu.Lock()
-		l.writing = false
-		l.wmu.Unlock()
-		if err != nil {
+		if _, err := l.nc.Write(buf); err != nil {
 			l.close(fmt.Errorf("%w: write: %w", ErrConnFailed, err))
 			return
 		}
@@ -211,12 +210,12 @@ func (l *link) directWrite(buf []byte) (int, error) {
 	return max(n, 0), err
 }
 
-// cork holds the writer until uncork: frames queued meanwhile leave together in its next
-// write. The client's reader corks while the answers it handles are followed by more already
-// read, so the requests their callbacks send (an asynchronous window refilled from them) go
-// out in one write per batch of answers, not one write for the first and another for the
-// rest. Only the reader corks, and only between frames it holds, so the writer never waits
-// on the network.
+// cork holds the writer until uncork: frames queued meanwhile leave together at uncork. The
+// client's reader corks while it handles the frames it has read (from the first to the last
+// already complete in its buffer), so the requests their callbacks send (an asynchronous
+// window refilled from them) go out in one write per batch of answers, not one write for the
+// first and another for the rest. Only the reader corks, and only while it handles frames it
+// holds, so a corked writer never waits on the network.
 func (l *link) cork() {
 	l.wmu.Lock()
 	l.corked = true
