@@ -162,7 +162,7 @@ func (c *Client) HandleRequest(code int32, h func(req *Command) *Command) {
 func (c *Client) Invoke(ctx context.Context, addr string, req *Command) (*Command, error) {
 	resp, err := c.invoke(ctx, addr, req, false)
 	if err == nil && resp.rawExt != nil {
-		resp.extMap() // an answer decoded for a typed call of the same opaque
+		resp.extMap() // an answer the reader decoded in place (extdecode.go)
 	}
 	return resp, err
 }
@@ -381,8 +381,10 @@ func (c *Client) readLoop(cc *clientConn) {
 	// was handed it returned.
 	var inPlace Command
 	var spans extSpans
-	// While it handles the frames at hand, what their callbacks (or anyone) send waits for the
-	// last of them and then leaves in one write, the reader's own when it can (link.cork).
+	// From the first asynchronous callback it runs until it has handled the frames at hand,
+	// what is sent (by those callbacks, mostly) waits for the last of them and then leaves in
+	// one write, the reader's own when it can (link.cork). A reader that only hands answers to
+	// waiting goroutines never corks: their next requests go out as soon as they are made.
 	corked := false
 	for {
 		if corked && !fr.frameBuffered() {
@@ -406,14 +408,11 @@ func (c *Client) readLoop(cc *clientConn) {
 			cc.link.close(fmt.Errorf("%w: read: %w", ErrConnFailed, err))
 			return
 		}
-		if !corked {
-			cc.link.cork()
-			corked = true
-		}
 		frame := f.data
 		// An answer is first decoded in place (the fast path's shapes), which gives its opaque
-		// and, to an asynchronous typed call, everything it needs; any other frame, or an
-		// answer whose caller wants a map, is decoded again by DecodeFrame.
+		// and, to an asynchronous typed call, everything it needs; a typed Invoke gets a copy.
+		// Any other frame, and any answer for a caller that wants a map, is decoded by
+		// DecodeFrame.
 		var cmd *Command
 		var w waiter
 		taken := false
@@ -422,13 +421,18 @@ func (c *Client) readLoop(cc *clientConn) {
 				cc.log.WithField("opaque", inPlace.Opaque).Debug("remoting: late or unknown response dropped")
 				continue
 			}
-			if w.typed {
-				if w.done != nil {
-					w.answerInPlace(&inPlace, &spans)
-					continue
+			if w.typed && w.done != nil {
+				if !corked {
+					cc.link.cork()
+					corked = true
 				}
-				cmd = decodeResponseRaw(frame) // the waiting goroutine keeps its answer: a copy
+				w.answerInPlace(&inPlace, &spans)
+				continue
 			}
+			if w.typed {
+				cmd = inPlace.detach(frame, &spans) // InvokeExt keeps its answer: a copy
+			}
+			// A caller that wants a map gets DecodeFrame's, which builds it in one pass.
 		}
 		if cmd == nil {
 			cmd, err = DecodeFrame(frame)
@@ -449,6 +453,10 @@ func (c *Client) readLoop(cc *clientConn) {
 					cc.log.WithField("opaque", cmd.Opaque).Debug("remoting: late or unknown response dropped")
 					continue
 				}
+			}
+			if w.done != nil && !corked {
+				cc.link.cork()
+				corked = true
 			}
 			w.answer(cmd)
 			continue

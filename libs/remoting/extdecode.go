@@ -12,13 +12,13 @@ import (
 // send's answer: code, queueOffset, msgId). Client.InvokeExt lets such a caller take the
 // fields typed instead. The client's reader decodes every frame's header in place first
 // (decodeResponseRawInto: the fixed fields, and a check of the extFields object that notes
-// its fields), which also gives the answer's opaque. When the call waiting for it asked for
-// typed fields, InvokeExt's answer is a copy of the frame (which the body shares) keeping the
-// object's bytes, which the caller's goroutine then walks into its ExtDecoder: the decoder
-// runs only in the caller's goroutine, after the answer arrived, so a call that timed out
-// never races the reader. An InvokeAsync call's decoder gets the noted fields straight away on
-// the reader, before its callback, with no copy and no second walk. Any frame this path does
-// not take (a binary
+// its fields), which also gives the answer's opaque. InvokeExt's answer is a copy of the
+// frame (detach; the body shares it) keeping the object's bytes, which the caller's goroutine
+// then walks into its ExtDecoder (the decoder runs only in the caller's goroutine, after the
+// answer arrived, so a call that timed out never races the reader). A caller that wants a map
+// gets DecodeFrame's, which builds it in one pass. An InvokeAsync call's decoder gets the noted
+// fields straight away on the reader, before its callback, with no copy and no second walk.
+// Any frame this path does not take (a binary
 // header, escapes in top-level keys, the shapes the fast JSON path gives up on) is decoded
 // into a map as usual and the map's fields are fed to the decoder: the decoder sees the same
 // fields either way (FuzzResponseExt checks the walk against the map decode). Fields with a
@@ -214,6 +214,9 @@ func decodeResponseRawInto(c *Command, buf []byte, spans *extSpans) bool {
 						return false // a repeated object merges into one map: the map decode's case
 					}
 					c.rawExt = f.b[start:f.i:f.i]
+					if spans != nil {
+						spans.extAt = headerWordSize + start
+					}
 				default:
 					return false
 				}
@@ -280,6 +283,8 @@ type extSpans struct {
 	n    int
 	over bool
 	kv   [maxExtSpans][2][]byte
+	// extAt is where the extFields object starts in the frame (detach).
+	extAt int
 }
 
 func (s *extSpans) reset() { s.n, s.over = 0, false }
@@ -291,6 +296,22 @@ func (s *extSpans) add(k, v []byte) {
 	}
 	s.kv[s.n] = [2][]byte{k, v}
 	s.n++
+}
+
+// detach returns c, an answer decoded in place from frame (spans: its fields), as
+// decodeResponseRaw would have decoded it: holding a copy of the frame, for a caller that
+// keeps it (InvokeExt), without decoding the frame again.
+func (c *Command) detach(frame []byte, spans *extSpans) *Command {
+	cp, buf := newRawCommand(frame)
+	*cp = *c
+	if c.Body != nil {
+		cp.Body = buf[len(frame)-len(c.Body):]
+	}
+	if c.rawExt != nil && len(c.rawExt) > 0 && &c.rawExt[0] != &emptyRawExt[0] {
+		end := spans.extAt + len(c.rawExt)
+		cp.rawExt = buf[spans.extAt:end:end]
+	}
+	return cp
 }
 
 // feed hands the fields to dec, in the object's order, and lets go of them.

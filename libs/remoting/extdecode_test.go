@@ -47,6 +47,21 @@ func checkResponseExt(t *testing.T, frame []byte) {
 		spans.feed(fromSpans)
 	}
 	require.Equal(t, want.ExtFields, map[string]string(fromSpans))
+
+	// Detached for a caller that keeps it: what decodeResponseRaw gives, sharing nothing with
+	// the frame.
+	var again extSpans
+	require.True(t, decodeResponseRawInto(&in, frame, &again))
+	kept := in.detach(frame, &again)
+	scribble := append([]byte(nil), frame...)
+	for i := range frame {
+		frame[i] = 'x'
+	}
+	defer copy(frame, scribble)
+	require.Equal(t, []any{want.Code, want.Language, want.Version, want.Opaque, want.Flag, want.Remark, want.Body},
+		[]any{kept.Code, kept.Language, kept.Version, kept.Opaque, kept.Flag, kept.Remark, kept.Body})
+	kept.extMap()
+	require.Equal(t, want.ExtFields, kept.ExtFields)
 }
 
 // TestResponseExtRoundTrip: answers encoded from a map, through ExtAppend and by hand (nulls,

@@ -39,8 +39,8 @@ type link struct {
 	spaceCond *sync.Cond // blocking producers wait for space
 	queue     []byte
 	closed    bool
-	// corked holds the writer back while a client's reader handles the frames it holds
-	// (cork): the requests their callbacks send leave in one write at uncork.
+	// corked holds the writer back while a client's reader runs the callbacks of the answers
+	// it holds (cork): the requests they send leave in one write at uncork.
 	corked bool
 	// released: what is queued is a batch uncork released, so the writer writes it without
 	// first yielding for more.
@@ -211,11 +211,11 @@ func (l *link) directWrite(buf []byte) (int, error) {
 }
 
 // cork holds the writer until uncork: frames queued meanwhile leave together at uncork. The
-// client's reader corks while it handles the frames it has read (from the first to the last
-// already complete in its buffer), so the requests their callbacks send (an asynchronous
-// window refilled from them) go out in one write per batch of answers, not one write for the
-// first and another for the rest. Only the reader corks, and only while it handles frames it
-// holds, so a corked writer never waits on the network.
+// client's reader corks from the first asynchronous callback it runs until it has handled the
+// frames it holds (the last complete one in its buffer), so the requests those callbacks send
+// (an asynchronous window refilled from them) go out in one write per batch of answers, not
+// one write for the first and another for the rest. Only the reader corks, and only while it
+// handles frames it holds, so a corked writer never waits on the network.
 func (l *link) cork() {
 	l.wmu.Lock()
 	l.corked = true
