@@ -359,6 +359,11 @@ func TestInvokeAsyncWindowRefilledFromCallback(t *testing.T) {
 	wg.Wait()
 	require.Zero(t, errs.Load())
 	require.Negative(t, left.Load())
+	cl.mu.Lock()
+	for _, cc := range cl.conns {
+		require.NotNil(t, cc.link.direct, "a plain TCP connection writes corked batches from its reader")
+	}
+	cl.mu.Unlock()
 }
 
 // TestInvokeAsyncBinaryAnswer: an answer the in-place path does not take (a ROCKETMQ binary
@@ -401,4 +406,28 @@ func TestInvokeAsyncBinaryAnswer(t *testing.T) {
 	got := rec.only(t, "bin")
 	require.NoError(t, got.err)
 	require.Equal(t, map[string]string{"queueOffset": "42"}, got.ext)
+}
+
+// TestInvokeAsyncWindowOverTLS: over TLS (no direct writes: the reader corks and wakes the
+// writer) a window refilled from its callbacks is answered in full.
+func TestInvokeAsyncWindowOverTLS(t *testing.T) {
+	ca := newTestCA(t)
+	s, _ := startTLSServer(t, ca, TLSEnforcing, nil)
+	cl := newTestClient(t, func(c *ClientConfig) { c.TLS = clientTLS(ca) })
+	var left, errs atomic.Int64
+	left.Store(500)
+	var wg sync.WaitGroup
+	for i := 0; i < 8; i++ {
+		wg.Add(1)
+		slot := &windowSlot{cl: cl, addr: s.Addr().String(), req: NewRequest(testCode, nil, nil),
+			left: &left, errs: &errs, wg: &wg, ans: collectExt{"k": "v"}}
+		slot.next()
+	}
+	wg.Wait()
+	require.Zero(t, errs.Load())
+	cl.mu.Lock()
+	for _, cc := range cl.conns {
+		require.Nil(t, cc.link.direct, "direct writes on a TLS connection")
+	}
+	cl.mu.Unlock()
 }
