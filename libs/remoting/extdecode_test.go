@@ -51,13 +51,12 @@ func checkResponseExt(t *testing.T, frame []byte) {
 	// Detached for a caller that keeps it: what decodeResponseRaw gives, sharing nothing with
 	// the frame.
 	var again extSpans
-	require.True(t, decodeResponseRawInto(&in, frame, &again))
-	kept := in.detach(frame, &again)
-	scribble := append([]byte(nil), frame...)
-	for i := range frame {
-		frame[i] = 'x'
+	read := append([]byte(nil), frame...) // the connection's read buffer
+	require.True(t, decodeResponseRawInto(&in, read, &again))
+	kept := in.detach(read, &again)
+	for i := range read {
+		read[i] = 'x' // the next frame arrives
 	}
-	defer copy(frame, scribble)
 	require.Equal(t, []any{want.Code, want.Language, want.Version, want.Opaque, want.Flag, want.Remark, want.Body},
 		[]any{kept.Code, kept.Language, kept.Version, kept.Opaque, kept.Flag, kept.Remark, kept.Body})
 	kept.extMap()
