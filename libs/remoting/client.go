@@ -94,6 +94,7 @@ type Client struct {
 	handlers map[int32]func(req *Command) *Command
 
 	opaque    atomic.Int32
+	sweepOnce sync.Once // starts the sweeper of asynchronous calls (async.go)
 	hsOK      atomic.Int64
 	hsFailed  atomic.Int64
 	wg        sync.WaitGroup
@@ -161,7 +162,7 @@ func (c *Client) HandleRequest(code int32, h func(req *Command) *Command) {
 func (c *Client) Invoke(ctx context.Context, addr string, req *Command) (*Command, error) {
 	resp, err := c.invoke(ctx, addr, req, false)
 	if err == nil && resp.rawExt != nil {
-		resp.extMap() // an answer decoded for a typed call of the same opaque
+		resp.extMap() // an answer the reader decoded in place (extdecode.go)
 	}
 	return resp, err
 }
@@ -350,6 +351,7 @@ func (c *Client) dial(cc *clientConn) {
 	}
 	cc.link = newLink(nc, c.cfg.WriteTimeout)
 	cc.link.raw = raw
+	cc.link.enableDirect()
 	c.mu.Lock()
 	if c.closed {
 		c.mu.Unlock()
@@ -374,7 +376,21 @@ func (c *Client) readLoop(cc *clientConn) {
 	defer c.forget(cc)
 	fr := newFrameReader(cc.link.nc, nil, c.cfg.MaxFrameSize, nil, nil, c.cfg.IdleTimeout, 0)
 	defer fr.close()
+	// inPlace is the last answer decoded without a copy of its frame (spans: its custom header
+	// fields): valid until the next read, which is after an asynchronous call's callback that
+	// was handed it returned.
+	var inPlace Command
+	var spans extSpans
+	// From the first asynchronous callback it runs until it has handled the frames at hand,
+	// what is sent (by those callbacks, mostly) waits for the last of them and then leaves in
+	// one write, the reader's own when it can (link.cork). A reader that only hands answers to
+	// waiting goroutines never corks: their next requests go out as soon as they are made.
+	corked := false
 	for {
+		if corked && !fr.frameBuffered() {
+			cc.link.uncork()
+			corked = false
+		}
 		f, err := fr.read()
 		if err != nil {
 			var ne net.Error
@@ -393,9 +409,30 @@ func (c *Client) readLoop(cc *clientConn) {
 			return
 		}
 		frame := f.data
+		// An answer is first decoded in place (the fast path's shapes), which gives its opaque
+		// and, to an asynchronous typed call, everything it needs; a typed Invoke gets a copy.
+		// Any other frame, and any answer for a caller that wants a map, is decoded by
+		// DecodeFrame.
 		var cmd *Command
-		if o, fl, ok := recoverOpaque(frame); ok && fl&FlagResponse != 0 && cc.link.wantsTyped(o) {
-			cmd = decodeResponseRaw(frame) // nil: not a shape the typed path takes
+		var w waiter
+		taken := false
+		if decodeResponseRawInto(&inPlace, frame, &spans) && inPlace.IsResponse() {
+			if w, taken = cc.link.take(inPlace.Opaque); !taken {
+				cc.log.WithField("opaque", inPlace.Opaque).Debug("remoting: late or unknown response dropped")
+				continue
+			}
+			if w.typed && w.done != nil {
+				if !corked {
+					cc.link.cork()
+					corked = true
+				}
+				w.answerInPlace(&inPlace, &spans)
+				continue
+			}
+			if w.typed {
+				cmd = inPlace.detach(frame, &spans) // InvokeExt keeps its answer: a copy
+			}
+			// A caller that wants a map gets DecodeFrame's, which builds it in one pass.
 		}
 		if cmd == nil {
 			cmd, err = DecodeFrame(frame)
@@ -403,13 +440,25 @@ func (c *Client) readLoop(cc *clientConn) {
 		if err != nil {
 			// A server that sends undecodable frames cannot be trusted to match answers.
 			cc.log.WithError(err).Warn("remoting: undecodable frame from server, closing connection")
-			cc.link.close(fmt.Errorf("%w: %w", ErrConnFailed, err))
+			cause := fmt.Errorf("%w: %w", ErrConnFailed, err)
+			cc.link.close(cause)
+			if taken {
+				w.fail(cause) // no longer in the table the close failed
+			}
 			return
 		}
 		if cmd.IsResponse() {
-			if !cc.link.complete(cmd) {
-				cc.log.WithField("opaque", cmd.Opaque).Debug("remoting: late or unknown response dropped")
+			if !taken {
+				if w, taken = cc.link.take(cmd.Opaque); !taken {
+					cc.log.WithField("opaque", cmd.Opaque).Debug("remoting: late or unknown response dropped")
+					continue
+				}
 			}
+			if w.done != nil && !corked {
+				cc.link.cork()
+				corked = true
+			}
+			w.answer(cmd)
 			continue
 		}
 		c.dispatchPush(cc, cmd)

@@ -57,4 +57,10 @@
 // calls are matched to responses by opaque, carry a deadline (the context's or
 // RequestTimeout), and fail together when their connection breaks. Server-initiated requests
 // (NOTIFY_CONSUMER_IDS_CHANGED and friends) go to handlers registered with HandleRequest.
+// Invoke and InvokeExt wait for the answer in the caller's goroutine; InvokeAsync returns once
+// the request is queued and hands the answer to a Callback on the connection's reader, with
+// no goroutine, channel or timer per call, for callers that keep many calls in flight
+// (async.go). While the reader handles the frames it holds, the writer is corked; on a plain
+// TCP connection the reader then writes what they queued itself, in one non-blocking write
+// (link.go).
 package remoting

@@ -10,11 +10,15 @@ import (
 // A response's custom header normally becomes ExtFields: a map filled by the connection's
 // reader, one hash insert per field, for a caller that often reads one or two of them (a
 // send's answer: code, queueOffset, msgId). Client.InvokeExt lets such a caller take the
-// fields typed instead: the reader, seeing that the waiter for that opaque asked for it,
-// decodes the header's fixed fields, checks the extFields object and keeps its bytes (one
-// copy of the frame, which the body shares); the caller's goroutine then walks them into its
-// ExtDecoder. The decoder runs only in the caller's goroutine, after the answer arrived, so a
-// call that timed out never races the reader. Any frame this path does not take (a binary
+// fields typed instead. The client's reader decodes every frame's header in place first
+// (decodeResponseRawInto: the fixed fields, and a check of the extFields object that notes
+// its fields), which also gives the answer's opaque. InvokeExt's answer is a copy of the
+// frame (detach; the body shares it) keeping the object's bytes, which the caller's goroutine
+// then walks into its ExtDecoder (the decoder runs only in the caller's goroutine, after the
+// answer arrived, so a call that timed out never races the reader). A caller that wants a map
+// gets DecodeFrame's, which builds it in one pass. An InvokeAsync call's decoder gets the noted
+// fields straight away on the reader, before its callback, with no copy and no second walk.
+// Any frame this path does not take (a binary
 // header, escapes in top-level keys, the shapes the fast JSON path gives up on) is decoded
 // into a map as usual and the map's fields are fed to the decoder: the decoder sees the same
 // fields either way (FuzzResponseExt checks the walk against the map decode). Fields with a
@@ -108,20 +112,45 @@ func languageName(b []byte) string {
 // decodeResponseRaw decodes a JSON-header frame into a Command whose ExtFields is nil and
 // whose rawExt holds the checked extFields object, or returns nil when the fast path does not
 // take the frame (the caller then uses DecodeFrame). Its top-level rules are those of
-// decodeJSONHeaderFastInto.
+// decodeJSONHeaderFastInto. The Command holds a copy of the frame.
 func decodeResponseRaw(frame []byte) *Command {
-	if len(frame) < headerWordSize {
-		return nil
-	}
-	word := binary.BigEndian.Uint32(frame)
-	hlen := int(word & maxHeaderLen)
-	if byte(word>>24) != SerializeJSON || hlen > len(frame)-headerWordSize {
+	if !jsonHeaderFits(frame) {
 		return nil
 	}
 	c, buf := newRawCommand(frame)
+	if !decodeResponseRawInto(c, buf, nil) {
+		return nil
+	}
+	return c
+}
+
+// jsonHeaderFits reports whether frame has a JSON header that fits it.
+func jsonHeaderFits(frame []byte) bool {
+	if len(frame) < headerWordSize {
+		return false
+	}
+	word := binary.BigEndian.Uint32(frame)
+	return byte(word>>24) == SerializeJSON && int(word&maxHeaderLen) <= len(frame)-headerWordSize
+}
+
+// decodeResponseRawInto is decodeResponseRaw into c, without a copy: c's Body and rawExt
+// are slices of frame, so c is valid only as long as frame is (an InvokeAsync answer, handed
+// to its callback straight from the connection's read buffer). spans, when not nil, gets the
+// fields the check of the extFields object met, so that they reach a decoder without a second
+// walk. It reports false when the fast path does not take the frame; c and spans are then
+// garbage.
+func decodeResponseRawInto(c *Command, buf []byte, spans *extSpans) bool {
+	if spans != nil {
+		spans.reset()
+	}
+	*c = Command{}
+	if !jsonHeaderFits(buf) {
+		return false
+	}
+	hlen := int(binary.BigEndian.Uint32(buf) & maxHeaderLen)
 	f := fastScanner{b: buf[headerWordSize : headerWordSize+hlen]}
 	if f.peek() != '{' {
-		return nil
+		return false
 	}
 	f.i++
 	if f.peek() == '}' {
@@ -130,14 +159,14 @@ func decodeResponseRaw(frame []byte) *Command {
 		for {
 			key, ok := f.rawKey()
 			if !ok || f.peek() != ':' {
-				return nil
+				return false
 			}
 			f.i++
 			switch string(key) {
 			case "code", "opaque", "flag":
 				n, ok := f.int(math.MinInt32, math.MaxInt32)
 				if !ok {
-					return nil
+					return false
 				}
 				switch key[0] {
 				case 'c':
@@ -150,19 +179,19 @@ func decodeResponseRaw(frame []byte) *Command {
 			case "version":
 				n, ok := f.int(math.MinInt16, math.MaxInt16)
 				if !ok {
-					return nil
+					return false
 				}
 				c.Version = int16(n)
 			case "language", "remark":
 				if f.peek() == 'n' {
 					if !f.literal("null") {
-						return nil
+						return false
 					}
 					break
 				}
 				v, ok := f.strBytes()
 				if !ok {
-					return nil
+					return false
 				}
 				if key[0] == 'l' {
 					c.Language = languageName(v)
@@ -173,20 +202,27 @@ func decodeResponseRaw(frame []byte) *Command {
 				switch f.peek() {
 				case 'n':
 					if !f.literal("null") {
-						return nil
+						return false
 					}
 				case '{':
 					start := f.i
-					if c.rawExt != nil || !f.walkExt(nil) {
-						return nil // a repeated object merges into one map: the map decode's case
+					var fn func(k, v []byte)
+					if spans != nil {
+						fn = spans.add
+					}
+					if c.rawExt != nil || !f.walkExt(fn) {
+						return false // a repeated object merges into one map: the map decode's case
 					}
 					c.rawExt = f.b[start:f.i:f.i]
+					if spans != nil {
+						spans.extAt = headerWordSize + start
+					}
 				default:
-					return nil
+					return false
 				}
 			default:
 				if !f.skipSimple() {
-					return nil
+					return false
 				}
 			}
 			switch f.peek() {
@@ -196,13 +232,13 @@ func decodeResponseRaw(frame []byte) *Command {
 			case '}':
 				f.i++
 			default:
-				return nil
+				return false
 			}
 			break
 		}
 	}
 	if f.peek() != 0 {
-		return nil
+		return false
 	}
 	if c.rawExt == nil {
 		c.rawExt = emptyRawExt
@@ -210,7 +246,7 @@ func decodeResponseRaw(frame []byte) *Command {
 	if body := buf[headerWordSize+hlen:]; len(body) > 0 {
 		c.Body = body
 	}
-	return c
+	return true
 }
 
 // rawSmallFrame is the largest answer kept in one allocation with its Command (a send's
@@ -236,6 +272,56 @@ func newRawCommand(frame []byte) (*Command, []byte) {
 
 // emptyRawExt marks a typed-path command without custom header fields.
 var emptyRawExt = []byte("{}")
+
+// maxExtSpans is how many fields extSpans keeps: a send's answer has seven to nine.
+const maxExtSpans = 16
+
+// extSpans are the custom header fields of an answer decoded in place, as the check of its
+// extFields object found them (key and value, unescaped, slices of the frame unless they had
+// escapes); over: there were more than maxExtSpans, feed from the object instead.
+type extSpans struct {
+	n    int
+	over bool
+	kv   [maxExtSpans][2][]byte
+	// extAt is where the extFields object starts in the frame (detach).
+	extAt int
+}
+
+func (s *extSpans) reset() { s.n, s.over = 0, false }
+
+func (s *extSpans) add(k, v []byte) {
+	if s.n == len(s.kv) {
+		s.over = true
+		return
+	}
+	s.kv[s.n] = [2][]byte{k, v}
+	s.n++
+}
+
+// detach returns c, an answer decoded in place from frame (spans: its fields), as
+// decodeResponseRaw would have decoded it: holding a copy of the frame, for a caller that
+// keeps it (InvokeExt), without decoding the frame again.
+func (c *Command) detach(frame []byte, spans *extSpans) *Command {
+	cp, buf := newRawCommand(frame)
+	*cp = *c
+	if c.Body != nil {
+		cp.Body = buf[len(frame)-len(c.Body):]
+	}
+	if c.rawExt != nil && len(c.rawExt) > 0 && &c.rawExt[0] != &emptyRawExt[0] {
+		end := spans.extAt + len(c.rawExt)
+		cp.rawExt = buf[spans.extAt:end:end]
+	}
+	return cp
+}
+
+// feed hands the fields to dec, in the object's order, and lets go of them.
+func (s *extSpans) feed(dec ExtDecoder) {
+	for i := range s.n {
+		dec.DecodeExt(s.kv[i][0], s.kv[i][1])
+		s.kv[i] = [2][]byte{}
+	}
+	s.n = 0
+}
 
 // decodeExt feeds c's custom header fields to dec: the kept object when the typed path
 // decoded c, else the map (which it hands back; ExtFields is nil after).

@@ -34,6 +34,33 @@ func checkResponseExt(t *testing.T, frame []byte) {
 	raw.extMap()
 	require.Nil(t, raw.rawExt)
 	require.Equal(t, want.ExtFields, raw.ExtFields)
+
+	// In place (InvokeAsync), the fields the check met reach the decoder without a second walk.
+	var in Command
+	var spans extSpans
+	require.True(t, decodeResponseRawInto(&in, frame, &spans), "in place refused what the copy took")
+	require.Equal(t, want.Body, in.Body)
+	fromSpans := collectExt{}
+	if spans.over {
+		in.decodeExt(fromSpans)
+	} else {
+		spans.feed(fromSpans)
+	}
+	require.Equal(t, want.ExtFields, map[string]string(fromSpans))
+
+	// Detached for a caller that keeps it: what decodeResponseRaw gives, sharing nothing with
+	// the frame.
+	var again extSpans
+	read := append([]byte(nil), frame...) // the connection's read buffer
+	require.True(t, decodeResponseRawInto(&in, read, &again))
+	kept := in.detach(read, &again)
+	for i := range read {
+		read[i] = 'x' // the next frame arrives
+	}
+	require.Equal(t, []any{want.Code, want.Language, want.Version, want.Opaque, want.Flag, want.Remark, want.Body},
+		[]any{kept.Code, kept.Language, kept.Version, kept.Opaque, kept.Flag, kept.Remark, kept.Body})
+	kept.extMap()
+	require.Equal(t, want.ExtFields, kept.ExtFields)
 }
 
 // TestResponseExtRoundTrip: answers encoded from a map, through ExtAppend and by hand (nulls,

@@ -8,6 +8,7 @@ import (
 	"runtime"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"time"
 )
 
@@ -21,7 +22,9 @@ const (
 
 // link is the part of a connection shared by the server and client sides: a single writer
 // goroutine draining a byte queue (frames appended by any goroutine, written in batches, one
-// Write per drain), and a table of calls waiting for a response by opaque.
+// Write per drain), and a table of calls waiting for a response by opaque. On a client's
+// plain TCP connection the reader may write a corked batch itself (uncork); one batch is
+// written at a time (writing), in queue order.
 type link struct {
 	// nc carries the frames: the socket itself, or a *tls.Conn over it. Set before the writer
 	// starts and not changed after.
@@ -36,6 +39,25 @@ type link struct {
 	spaceCond *sync.Cond // blocking producers wait for space
 	queue     []byte
 	closed    bool
+	// corked holds the writer back while a client's reader runs the callbacks of the answers
+	// it holds (cork): the requests they send leave in one write at uncork.
+	corked bool
+	// released: what is queued is a batch uncork released, so the writer writes it without
+	// first yielding for more.
+	released bool
+	// writing: a batch taken from the queue is being written, by the writer or by uncork's
+	// direct write; the other waits, so that batches leave in queue order.
+	writing bool
+	// direct, when set (a client's plain TCP socket), lets uncork write the released batch
+	// itself with one non-blocking write, instead of waking the writer for it (directWrite).
+	direct syscall.RawConn
+	// dbuf, dn and derr are directWrite's buffer and result, owned by whoever set writing;
+	// dwrite is the function the socket calls, made once. dspare is uncork's spare buffer.
+	dbuf   []byte
+	dn     int
+	derr   error
+	dwrite func(fd uintptr) bool
+	dspare []byte
 
 	pmu     sync.Mutex
 	pending map[int32]waiter
@@ -75,7 +97,7 @@ func (l *link) send(c *Command, block bool) error {
 		return err
 	}
 	l.queue = q
-	if wasEmpty {
+	if wasEmpty && !l.corked {
 		l.dataCond.Signal()
 	}
 	return nil
@@ -99,7 +121,7 @@ func (l *link) trySend(c *Command) (bool, error) {
 		return false, err
 	}
 	l.queue = q
-	if wasEmpty {
+	if wasEmpty && !l.corked {
 		l.dataCond.Signal()
 	}
 	return true, nil
@@ -119,14 +141,15 @@ func (l *link) writeLoop() {
 	yielded := false
 	for {
 		l.wmu.Lock()
-		for len(l.queue) == 0 && !l.closed {
+		l.writing = false // the batch this loop took last, if any, is written
+		for (len(l.queue) == 0 || l.corked || l.writing) && !l.closed {
 			l.dataCond.Wait()
 		}
 		if l.closed {
 			l.wmu.Unlock()
 			return
 		}
-		if !yielded {
+		if !yielded && !l.released {
 			// Let the goroutines that are ready to answer (handlers woken together by one
 			// replication ack or flush) queue theirs too, so they leave in this write. With
 			// nothing else runnable this returns at once.
@@ -135,9 +158,10 @@ func (l *link) writeLoop() {
 			runtime.Gosched()
 			continue
 		}
-		yielded = false
+		yielded, l.released = false, false
 		buf := l.queue
 		l.queue = spare[:0]
+		l.writing = true
 		l.spaceCond.Broadcast()
 		l.wmu.Unlock()
 
@@ -155,9 +179,107 @@ func (l *link) writeLoop() {
 	}
 }
 
+// enableDirect lets uncork write released batches itself (a client's plain TCP socket only:
+// the write must be the socket's own, which a TLS record layer is not).
+func (l *link) enableDirect() {
+	sc, ok := l.raw.(syscall.Conn)
+	if !ok || l.nc != l.raw {
+		return
+	}
+	rc, err := sc.SyscallConn()
+	if err != nil {
+		return
+	}
+	l.dwrite = func(fd uintptr) bool {
+		l.dn, l.derr = syscall.Write(int(fd), l.dbuf)
+		return true // never wait for room: what does not fit goes to the writer
+	}
+	l.direct = rc
+}
+
+// directWrite writes what it can of buf without waiting (the socket is non-blocking) and
+// reports how much left; an error other than a full socket fails the link.
+func (l *link) directWrite(buf []byte) (int, error) {
+	l.dbuf = buf
+	err := l.direct.Write(l.dwrite)
+	n, werr := l.dn, l.derr
+	l.dbuf, l.derr = nil, nil
+	if err == nil && werr != nil && werr != syscall.EAGAIN && werr != syscall.EINTR {
+		err = werr
+	}
+	return max(n, 0), err
+}
+
+// cork holds the writer until uncork: frames queued meanwhile leave together at uncork. The
+// client's reader corks from the first asynchronous callback it runs until it has handled the
+// frames it holds (the last complete one in its buffer), so the requests those callbacks send
+// (an asynchronous window refilled from them) go out in one write per batch of answers, not
+// one write for the first and another for the rest. Only the reader corks, and only while it
+// handles frames it holds, so a corked writer never waits on the network.
+func (l *link) cork() {
+	l.wmu.Lock()
+	l.corked = true
+	l.wmu.Unlock()
+}
+
+// uncork releases what was queued while corked. With direct writes (enableDirect) and no
+// batch being written it writes the batch itself, in one non-blocking write on the calling
+// goroutine (the reader), instead of waking the writer: one wake-up and two scheduler
+// hand-offs less per batch. Whatever the socket does not take at once goes to the writer
+// ahead of what was queued meanwhile, so the reader never waits for a peer that does not read.
+func (l *link) uncork() {
+	l.wmu.Lock()
+	l.corked = false
+	if len(l.queue) == 0 {
+		l.wmu.Unlock()
+		return
+	}
+	if l.direct == nil || l.writing || l.closed {
+		l.released = true
+		l.dataCond.Signal()
+		l.wmu.Unlock()
+		return
+	}
+	buf := l.queue
+	l.queue = l.dspare[:0]
+	l.dspare = nil
+	l.writing = true
+	l.spaceCond.Broadcast()
+	l.wmu.Unlock()
+
+	n, err := l.directWrite(buf)
+
+	l.wmu.Lock()
+	l.writing = false
+	switch {
+	case err != nil || l.closed:
+	case n < len(buf):
+		// The rest first, then what others queued meanwhile; the writer waits for room.
+		rest := copy(buf, buf[n:])
+		queued := l.queue
+		l.queue = append(buf[:rest], queued...)
+		l.dspare = queued[:0]
+		l.released = true
+		l.dataCond.Signal()
+	default:
+		if len(l.queue) > 0 {
+			l.dataCond.Signal() // queued while this wrote; the writer waited for it
+		}
+		if cap(buf) <= shrinkAbove {
+			l.dspare = buf[:0]
+		}
+	}
+	l.wmu.Unlock()
+	if err != nil {
+		l.close(fmt.Errorf("%w: write: %w", ErrConnFailed, err))
+	}
+}
+
 // close shuts the link once: marks it closed, closes the socket (unblocking reader and
-// writer) and fails every pending call.
+// writer) and fails every pending call. Asynchronous calls are failed through their callbacks
+// here, after the link is marked closed, by the goroutine whose close shut it.
 func (l *link) close(cause error) {
+	var pending map[int32]waiter
 	l.closeOnce.Do(func() {
 		if cause == nil {
 			cause = ErrClosed
@@ -172,9 +294,12 @@ func (l *link) close(cause error) {
 		_ = l.raw.Close()
 		close(l.done)
 		l.pmu.Lock()
+		pending = l.pending
 		l.pending = nil // waiters select on done
 		l.pmu.Unlock()
 	})
+	// Outside the Once: a callback may close the client, which closes this link again.
+	l.failAsync(pending)
 }
 
 func (l *link) isClosed() bool {
@@ -194,12 +319,21 @@ func (l *link) err() error {
 	return cause
 }
 
-// waiter is a call waiting for its answer.
+// waiter is a call waiting for its answer: a goroutine blocked on ch (call), or a callback
+// (callAsync, async.go).
 type waiter struct {
 	ch chan *Command
 	// typed: the caller takes the custom header through an ExtDecoder (Client.InvokeExt), so
 	// the reader keeps it unparsed instead of filling a map.
 	typed bool
+
+	// done, when set, is an asynchronous call's callback (ch is nil); dec, when set, takes its
+	// answer's custom header (typed then).
+	done Callback
+	dec  ExtDecoder
+	// deadline is when the sweeper fails an asynchronous call; code names it in errors.
+	deadline time.Time
+	code     int32
 }
 
 // register adds a waiter for opaque; it returns nil when the link is closed.
@@ -215,12 +349,15 @@ func (l *link) register(opaque int32, typed bool) chan *Command {
 	return ch
 }
 
-// wantsTyped reports whether the call waiting for opaque takes its header typed.
-func (l *link) wantsTyped(opaque int32) bool {
+// take removes and returns the call waiting for opaque: whoever takes a call answers it, once.
+func (l *link) take(opaque int32) (waiter, bool) {
 	l.pmu.Lock()
 	w, ok := l.pending[opaque]
+	if ok {
+		delete(l.pending, opaque)
+	}
 	l.pmu.Unlock()
-	return ok && w.typed
+	return w, ok
 }
 
 // replyChans holds empty reply channels for reuse: a call puts its channel back only after it
@@ -247,24 +384,16 @@ func callTimer(d time.Duration) *time.Timer {
 }
 
 func (l *link) unregister(opaque int32) {
-	l.pmu.Lock()
-	if l.pending != nil {
-		delete(l.pending, opaque)
-	}
-	l.pmu.Unlock()
+	l.take(opaque)
 }
 
 // complete hands a response to its waiter; it reports false for an unknown opaque (late
-// answers after a timeout, answers to oneway calls), which are dropped.
+// answers after a timeout, answers to oneway calls), which are dropped. An asynchronous
+// call's callback runs here, on the caller's (the reader's) goroutine.
 func (l *link) complete(resp *Command) bool {
-	l.pmu.Lock()
-	w, ok := l.pending[resp.Opaque]
+	w, ok := l.take(resp.Opaque)
 	if ok {
-		delete(l.pending, resp.Opaque)
-	}
-	l.pmu.Unlock()
-	if ok {
-		w.ch <- resp
+		w.answer(resp)
 	}
 	return ok
 }

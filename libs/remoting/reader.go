@@ -386,6 +386,17 @@ func (fr *frameReader) read() (frame, error) {
 	return frame{data: fr.buf[fr.r+lengthSize : fr.r+need], size: n}, nil
 }
 
+// frameBuffered reports whether the frame after the one last returned is complete in the
+// buffer already, so that the next read makes no syscall.
+func (fr *frameReader) frameBuffered() bool {
+	r := fr.r + fr.consumed
+	if fr.w-r < lengthSize {
+		return false
+	}
+	n := int64(int32(binary.BigEndian.Uint32(fr.buf[r:])))
+	return n >= headerWordSize && int64(fr.w-r) >= lengthSize+n
+}
+
 // drop handles a frame the budget cannot hold: it keeps the header, discards the rest of the
 // frame as it arrives and returns the frame marked dropped (or the frame itself when it
 // turns out to be complete within the buffer already held).

@@ -60,12 +60,34 @@ func procCPU(pid int) (time.Duration, error) {
 }
 
 // cpuMeter samples CPU time of the bench process and the named ones, and the bench's
-// allocations, at the start and the end of producing.
+// allocations and read/write syscalls, at the start and the end of producing.
 type cpuMeter struct {
-	pids   []namedPid
-	start  []time.Duration // per pid; index len(pids) is the bench itself
-	ok     []bool
-	allocs uint64
+	pids     []namedPid
+	start    []time.Duration // per pid; index len(pids) is the bench itself
+	ok       []bool
+	allocs   uint64
+	syscalls int64 // -1: /proc/self/io unreadable
+}
+
+// procSyscalls returns the read and write syscalls a process made so far (syscr+syscw of
+// /proc/PID/io), or -1.
+func procSyscalls(pid int) int64 {
+	io, err := os.ReadFile(fmt.Sprintf("/proc/%d/io", pid))
+	if err != nil {
+		return -1
+	}
+	var n int64 = -1
+	for _, line := range strings.Split(string(io), "\n") {
+		k, v, ok := strings.Cut(line, ": ")
+		if ok && (k == "syscr" || k == "syscw") {
+			c, err := strconv.ParseInt(strings.TrimSpace(v), 10, 64)
+			if err != nil {
+				return -1
+			}
+			n = max(n, 0) + c
+		}
+	}
+	return n
 }
 
 func startCPUMeter(pids []namedPid) *cpuMeter {
@@ -76,6 +98,7 @@ func startCPUMeter(pids []namedPid) *cpuMeter {
 	var ms runtime.MemStats
 	runtime.ReadMemStats(&ms)
 	m.allocs = ms.Mallocs
+	m.syscalls = procSyscalls(os.Getpid())
 	return m
 }
 
@@ -94,12 +117,16 @@ type ProcCPU struct {
 	CPU  time.Duration
 }
 
-// stop returns the CPU spent by each process since the start ("bench" last) and the bench's
-// allocations.
-func (m *cpuMeter) stop() ([]ProcCPU, uint64) {
+// stop returns the CPU spent by each process since the start ("bench" last), the bench's
+// allocations and its read/write syscalls (-1: unknown).
+func (m *cpuMeter) stop() ([]ProcCPU, uint64, int64) {
 	var ms runtime.MemStats
 	runtime.ReadMemStats(&ms)
 	allocs := ms.Mallocs - m.allocs
+	syscalls := int64(-1)
+	if end := procSyscalls(os.Getpid()); end >= 0 && m.syscalls >= 0 {
+		syscalls = end - m.syscalls
+	}
 	var out []ProcCPU
 	for i := range m.start {
 		end, ok := m.sample(i)
@@ -112,5 +139,5 @@ func (m *cpuMeter) stop() ([]ProcCPU, uint64) {
 		}
 		out = append(out, ProcCPU{Name: name, CPU: end - m.start[i]})
 	}
-	return out, allocs
+	return out, allocs, syscalls
 }

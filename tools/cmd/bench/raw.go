@@ -19,8 +19,12 @@ import (
 // round-robin over the writable queues: no client library in the way, and as little work per
 // message as the protocol allows. Each sender slot (one, or -inflight in async mode) owns a
 // request built once (its ext map and body reused: the client encodes a request into its
-// write queue before Invoke waits, so the slot may change them for the next send) and changes
-// only the queue, the birth time and the body's send time per message.
+// write queue before Invoke or InvokeAsync returns, so the slot may change them for the next
+// send) and changes only the queue, the birth time and the body's send time per message.
+//
+// In async mode the slots are a window of calls in flight without a goroutine each: a slot's
+// callback (remoting.Client.InvokeAsync), run by the connection's reader, records the answer
+// and sends the slot's next message (async.go).
 type rawProducer struct {
 	cfg    Config
 	st     *stats
@@ -32,6 +36,9 @@ type rawProducer struct {
 	// mapPath sends every request with the ext map and reads answers into a map, as signed
 	// runs do: BenchmarkRawProduce's same-run anchor.
 	mapPath bool
+	// blocking runs async mode as a goroutine per slot blocked in Invoke, as it ran before the
+	// callback window: BenchmarkRawProduce's other anchor.
+	blocking bool
 }
 
 func newRawProducer(cfg Config, r *route, i int, st *stats) (*rawProducer, error) {
@@ -142,10 +149,12 @@ func (p *rawProducer) newSlot() *sendSlot {
 }
 
 // request readies the slot's request for the next queue and returns the address to send to.
-func (p *rawProducer) request(s *sendSlot) string {
+func (p *rawProducer) request(s *sendSlot) string { return p.requestAt(s, time.Now()) }
+
+// requestAt is request with the send time taken by the caller.
+func (p *rawProducer) requestAt(s *sendSlot, now time.Time) string {
 	k := int(p.next.Add(1)-1) % len(p.queues)
 	q := p.queues[k]
-	now := time.Now()
 	if h := s.hdr; h != nil { // typed: numbers are written as they are encoded
 		h.bornMs, h.queueID, h.bname = now.UnixMilli(), q.queueID, q.brokerName
 	} else {
@@ -202,6 +211,10 @@ func (p *rawProducer) run(ctx context.Context, stop <-chan struct{}) error {
 	}
 	slots := 1
 	if p.cfg.Mode == ModeAsync {
+		if !p.blocking {
+			p.runWindow(stop)
+			return nil
+		}
 		slots = p.cfg.Inflight
 	}
 	var wg sync.WaitGroup
@@ -282,11 +295,18 @@ func (p *rawProducer) invoke(ctx context.Context, addr string, s *sendSlot, star
 		p.st.sendDone("", 0, err)
 		return
 	}
+	status, err := s.status(resp)
+	p.st.sendDone(status, time.Since(start), err)
+}
+
+// status is the send status of resp, the answer to the slot's request decoded into s.answer;
+// an OK answer without a queue offset is an error.
+func (s *sendSlot) status(resp *remoting.Command) (string, error) {
 	status, err := sendStatus(resp)
 	if status == StatusOK && s.answer.queueOffset < 0 {
 		err = fmt.Errorf("%s answer without a queueOffset", status)
 	}
-	p.st.sendDone(status, time.Since(start), err)
+	return status, err
 }
 
 // rawConsumer pulls its share of the queues (queue i, i+N, ...) from the master or the slave

@@ -68,12 +68,14 @@ func (a *sendAnswerExt) AppendExt(w remoting.ExtWriter) remoting.ExtWriter {
 	return w
 }
 
-// BenchmarkRawProduce runs the raw producer's async path (64 sender slots on one pipelined
-// connection) against an in-process remoting server that answers every SEND_MESSAGE at once
-// with a broker-shaped answer, and reports time and allocations per message of the whole
-// process (server included) as ratios to the same run's map path (the ext map encoded per
-// request, answers decoded into a map: what signed runs still do). Its CPU profile
-// (-cpuprofile) shows the client's share apart from the server's by function.
+// BenchmarkRawProduce runs the raw producer's async path (a window of 64 sends on one
+// pipelined connection, refilled from the answers' callbacks) against an in-process remoting
+// server that answers every SEND_MESSAGE at once with a broker-shaped answer, and reports time
+// and allocations per message of the whole process (server included) as ratios to the same
+// run's map path (the ext map encoded per request, answers decoded into a map: what signed
+// runs still do) and to its blocking path (a goroutine per slot blocked in InvokeExt, as async
+// mode ran before the window). Its CPU profile (-cpuprofile) shows the client's share apart
+// from the server's by function.
 func BenchmarkRawProduce(b *testing.B) {
 	scfg := remoting.DefaultServerConfig()
 	scfg.Addr = "127.0.0.1:0"
@@ -97,7 +99,7 @@ func BenchmarkRawProduce(b *testing.B) {
 	cfg := DefaultConfig()
 	cfg.Mode, cfg.Inflight, cfg.Client = ModeAsync, 64, ClientRaw
 	r := &route{write: []queueRef{{brokerName: "broker-a", queueID: 3, addrs: map[int64]string{0: addr}}}}
-	produce := func(mapPath bool, n int) (time.Duration, float64) {
+	produce := func(mapPath, blocking bool, n int) (time.Duration, float64) {
 		st := newStats()
 		c := cfg
 		c.N = n
@@ -106,7 +108,7 @@ func BenchmarkRawProduce(b *testing.B) {
 			b.Fatal(err)
 		}
 		defer p.close()
-		p.mapPath = mapPath
+		p.mapPath, p.blocking = mapPath, blocking
 		// Connect outside the measured part.
 		if _, err := p.cli.Invoke(context.Background(), addr, remoting.NewRequest(remoting.GetMaxOffset, nil, nil)); err != nil {
 			b.Fatal(err)
@@ -124,11 +126,14 @@ func BenchmarkRawProduce(b *testing.B) {
 		}
 		return elapsed, float64(ms1.Mallocs-ms0.Mallocs) / float64(n)
 	}
-	mapTime, mapAllocs := produce(true, b.N)
+	mapTime, mapAllocs := produce(true, false, b.N)
+	blockingTime, blockingAllocs := produce(false, true, b.N)
 	b.ResetTimer()
-	typedTime, typedAllocs := produce(false, b.N)
+	typedTime, typedAllocs := produce(false, false, b.N)
 	b.StopTimer()
 	b.ReportMetric(typedAllocs, "allocs/msg")
 	b.ReportMetric(mapAllocs, "map_allocs/msg")
+	b.ReportMetric(blockingAllocs, "blocking_allocs/msg")
 	b.ReportMetric(float64(typedTime)/float64(mapTime), "x_map_time")
+	b.ReportMetric(float64(typedTime)/float64(blockingTime), "x_blocking_time")
 }
