@@ -1,6 +1,7 @@
 package harness
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -56,6 +57,9 @@ type Consul struct {
 // HTTPAddr is host:port of the HTTP API, the form CONSUL_HTTP_ADDR takes.
 func (c *Consul) HTTPAddr() string { return Addr(c.HTTPPort) }
 
+// consulNode is the test agent's node name.
+const consulNode = "rmqha-test"
+
 // StartConsul starts a one-node Consul server on free loopback ports, with its
 // state in dir (so a restart keeps the catalog and KV), and waits until it
 // has a leader.
@@ -75,7 +79,7 @@ func StartConsul(dir string, out io.Writer) (*Consul, error) {
 	// A one-node server rather than -dev: -dev keeps its state in memory
 	// only, and the fault tests restart the agent and expect its catalog
 	// and KV back, as a real deployment would.
-	args := []string{"agent", "-server", "-bootstrap-expect", "1", "-node", "rmqha-test", "-bind", "127.0.0.1", "-client", "127.0.0.1",
+	args := []string{"agent", "-server", "-bootstrap-expect", "1", "-node", consulNode, "-bind", "127.0.0.1", "-client", "127.0.0.1",
 		"-http-port", strconv.Itoa(ports[0]), "-dns-port", "-1", "-grpc-port", "-1", "-grpc-tls-port", "-1",
 		"-serf-lan-port", strconv.Itoa(ports[1]), "-serf-wan-port", strconv.Itoa(ports[2]),
 		"-server-port", strconv.Itoa(ports[3]), "-data-dir", data, "-log-level", "warn",
@@ -92,24 +96,47 @@ func StartConsul(dir string, out io.Writer) (*Consul, error) {
 	return c, nil
 }
 
-// WaitReady polls /v1/status/leader until it names a leader.
+// WaitReady polls /v1/status/leader until it names a leader, then the node's health until
+// its serfHealth check is registered and passing: a leader alone is not enough for sessions
+// (the coordinator's locks), which Consul refuses with "Missing check 'serfHealth'
+// registration" until the leader has registered its own node.
 func (c *Consul) WaitReady(timeout time.Duration) error {
-	return WaitFor(timeout, func() error {
+	get := func(path string) (int, []byte, error) {
 		select {
 		case <-c.Done():
-			return errors.New("consul exited")
+			return 0, nil, errors.New("consul exited")
 		default:
 		}
-		resp, err := http.Get("http://" + c.HTTPAddr() + "/v1/status/leader")
+		resp, err := http.Get("http://" + c.HTTPAddr() + path)
+		if err != nil {
+			return 0, nil, err
+		}
+		defer resp.Body.Close()
+		b, err := io.ReadAll(resp.Body)
+		return resp.StatusCode, b, err
+	}
+	return WaitFor(timeout, func() error {
+		code, b, err := get("/v1/status/leader")
 		if err != nil {
 			return err
 		}
-		defer resp.Body.Close()
-		b, _ := io.ReadAll(resp.Body)
-		if s := strings.Trim(strings.TrimSpace(string(b)), `"`); resp.StatusCode != 200 || s == "" {
-			return fmt.Errorf("no leader yet (%d %q)", resp.StatusCode, b)
+		if s := strings.Trim(strings.TrimSpace(string(b)), `"`); code != 200 || s == "" {
+			return fmt.Errorf("no leader yet (%d %q)", code, b)
 		}
-		return nil
+		code, b, err = get("/v1/health/node/" + consulNode)
+		if err != nil {
+			return err
+		}
+		var checks []struct{ CheckID, Status string }
+		if code != 200 || json.Unmarshal(b, &checks) != nil {
+			return fmt.Errorf("node health not readable yet (%d %q)", code, b)
+		}
+		for _, ch := range checks {
+			if ch.CheckID == "serfHealth" && ch.Status == "passing" {
+				return nil
+			}
+		}
+		return fmt.Errorf("node %s has no passing serfHealth check yet: %s", consulNode, b)
 	})
 }
 
