@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/binary"
+	"io"
 	"net"
 	"runtime"
 	"strings"
@@ -363,4 +364,105 @@ func TestServerReadersShareOutgrownBuffers(t *testing.T) {
 func zeroFrame(size int) []byte {
 	b := binary.BigEndian.AppendUint32(nil, uint32(size))
 	return append(b, make([]byte, size)...)
+}
+
+// deadlineCounter is a chunkReader that records the read deadlines set on it.
+type deadlineCounter struct {
+	chunkReader
+	sets []time.Time
+}
+
+func (d *deadlineCounter) SetReadDeadline(t time.Time) error {
+	d.sets = append(d.sets, t)
+	return nil
+}
+
+// A reader arms the socket's deadline only when the one set is later than due: 100 frames
+// read in 100 ms set it twice (the idle deadline, then the first frame's earlier one), never
+// later than due.
+func TestReaderKeepsAnEarlierDeadline(t *testing.T) {
+	var stream []byte
+	for i := 0; i < 100; i++ {
+		stream = append(stream, zeroFrame(64)...)
+	}
+	now := time.Unix(1000, 0)
+	src := &deadlineCounter{chunkReader: chunkReader{data: stream, chunks: []byte{1}}}
+	fr := newFrameReader(src, nil, 1<<20, &byteBudget{}, &spareBuffers{}, 120*time.Second, 30*time.Second)
+	fr.now = func() time.Time { return now }
+	fr.lastRead = now
+	for i := 0; i < 100; i++ {
+		now = now.Add(time.Millisecond)
+		_, err := fr.read()
+		require.NoError(t, err)
+	}
+	require.LessOrEqual(t, len(src.sets), 2, "deadlines set for 100 frames read within 100 ms: %v", src.sets)
+	for _, d := range src.sets {
+		require.False(t, d.After(now.Add(120*time.Second)), "no deadline later than due")
+	}
+}
+
+// slowConn delivers 38 bytes every step on a fake clock, and times out a Read whose deadline
+// comes before the next bytes, at the deadline, as a socket does.
+type slowConn struct {
+	data     []byte
+	now      *time.Time
+	step     time.Duration
+	next     time.Time // when the next bytes arrive
+	deadline time.Time
+	sets     int
+}
+
+type fakeTimeout struct{}
+
+func (fakeTimeout) Error() string   { return "i/o timeout" }
+func (fakeTimeout) Timeout() bool   { return true }
+func (fakeTimeout) Temporary() bool { return true }
+
+func (c *slowConn) Read(b []byte) (int, error) {
+	if c.next.IsZero() {
+		c.next = c.now.Add(c.step)
+	}
+	if !c.deadline.IsZero() && !c.next.Before(c.deadline) {
+		*c.now = c.deadline // the read waits until its deadline; the bytes still come at next
+		return 0, fakeTimeout{}
+	}
+	*c.now, c.next = c.next, c.next.Add(c.step)
+	if len(c.data) == 0 {
+		return 0, io.EOF
+	}
+	n := copy(b[:min(len(b), 38)], c.data)
+	c.data = c.data[n:]
+	return n, nil
+}
+
+func (c *slowConn) SetReadDeadline(t time.Time) error {
+	c.deadline = t
+	c.sets++
+	return nil
+}
+
+// A kept deadline that fires before the real one is due is re-armed and the read goes on:
+// frames arriving every 10 s with a 30 s frame timeout all come through; a frame stalled past
+// its timeout still fails with ErrFrameTimeout.
+func TestReaderRearmsAnEarlyDeadline(t *testing.T) {
+	var stream []byte
+	for i := 0; i < 20; i++ {
+		stream = append(stream, zeroFrame(64)...)
+	}
+	now := time.Unix(1000, 0)
+	src := &slowConn{data: stream, now: &now, step: 10 * time.Second}
+	fr := newFrameReader(src, nil, 1<<20, &byteBudget{}, &spareBuffers{}, 120*time.Second, 30*time.Second)
+	fr.now = func() time.Time { return now }
+	fr.lastRead = now
+	for i := 0; i < 20; i++ {
+		_, err := fr.read()
+		require.NoError(t, err, "frame %d", i)
+	}
+	require.Less(t, src.sets, 40, "fewer deadline changes than reads")
+
+	// Half a frame, then nothing for longer than the frame timeout.
+	src.data = zeroFrame(64)[:20]
+	src.step, src.next = 40*time.Second, time.Time{}
+	_, err := fr.read()
+	require.ErrorIs(t, err, ErrFrameTimeout)
 }

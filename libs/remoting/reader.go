@@ -174,6 +174,7 @@ type frameReader struct {
 	frameTimeout time.Duration // 0: no frame deadline
 	now          func() time.Time
 	started      time.Time // when the first byte of the frame in progress arrived; zero between frames
+	lastRead     time.Time // when bytes last arrived (or the reader was made)
 	deadline     time.Time // last read deadline set
 }
 
@@ -187,8 +188,9 @@ func newFrameReader(src deadlineReader, prefix []byte, maxFrame int, budget *byt
 	}
 	fr.buf = fr.small
 	fr.w = copy(fr.buf, prefix)
+	fr.lastRead = fr.now()
 	if fr.w > 0 {
-		fr.started = fr.now()
+		fr.started = fr.lastRead
 	}
 	return fr
 }
@@ -229,18 +231,33 @@ func (fr *frameReader) discard(b []byte) {
 	}
 }
 
-// setDeadline arms the read deadline for the next read: the frame deadline while a frame is
-// in progress, the idle deadline between frames.
-func (fr *frameReader) setDeadline() {
+// due is the read deadline the rules give now: the frame deadline while a frame is in
+// progress, the idle deadline (idle after the last bytes arrived) otherwise and at the latest;
+// zero for none.
+func (fr *frameReader) due() time.Time {
 	var d time.Time
-	switch {
-	case !fr.started.IsZero() && fr.frameTimeout > 0:
-		d = fr.started.Add(fr.frameTimeout)
-		if fr.idle > 0 {
-			d = minTime(d, fr.now().Add(fr.idle))
+	if fr.idle > 0 {
+		d = fr.lastRead.Add(fr.idle)
+	}
+	if !fr.started.IsZero() && fr.frameTimeout > 0 {
+		f := fr.started.Add(fr.frameTimeout)
+		if d.IsZero() || f.Before(d) {
+			d = f
 		}
-	case fr.idle > 0:
-		d = fr.now().Add(fr.idle)
+	}
+	return d
+}
+
+// setDeadline arms the read deadline for the next read. Both deadlines move with the traffic
+// (the idle one with every read, the frame one with every frame), and re-arming the socket's
+// each time (a timer change in the runtime) cost about 2% of a busy broker's CPU. So a
+// deadline already set that is earlier than due is kept: when it fires early, readMore sees
+// the real deadline has not passed, arms it and reads on. A connection is never timed out
+// early nor late.
+func (fr *frameReader) setDeadline() {
+	d := fr.due()
+	if !fr.deadline.IsZero() && !d.IsZero() && !fr.deadline.After(d) {
+		return
 	}
 	if !d.Equal(fr.deadline) {
 		_ = fr.src.SetReadDeadline(d)
@@ -248,28 +265,31 @@ func (fr *frameReader) setDeadline() {
 	}
 }
 
-func minTime(a, b time.Time) time.Time {
-	if b.Before(a) {
-		return b
-	}
-	return a
-}
-
 // readMore reads at least one byte into buf[w:], which must have room.
 func (fr *frameReader) readMore() error {
-	fr.setDeadline()
-	n, err := fr.src.Read(fr.buf[fr.w:])
-	if n > 0 {
-		if fr.started.IsZero() {
-			fr.started = fr.now()
+	for {
+		fr.setDeadline()
+		n, err := fr.src.Read(fr.buf[fr.w:])
+		if n > 0 {
+			fr.lastRead = fr.now()
+			if fr.started.IsZero() {
+				fr.started = fr.lastRead
+			}
+			fr.w += n
+			return nil
 		}
-		fr.w += n
-		return nil
+		if err == nil {
+			err = io.ErrNoProgress
+		}
+		var ne net.Error
+		if errors.As(err, &ne) && ne.Timeout() && !fr.deadline.IsZero() {
+			if due := fr.due(); !due.IsZero() && fr.now().Before(due) {
+				fr.deadline = time.Time{} // a kept, earlier deadline fired: arm the real one
+				continue
+			}
+		}
+		return fr.readErr(err)
 	}
-	if err == nil {
-		err = io.ErrNoProgress
-	}
-	return fr.readErr(err)
 }
 
 // readErr classifies a failed read: a timeout inside a frame is ErrFrameTimeout, a stream that
