@@ -33,6 +33,14 @@
 //
 // # Answers without parked goroutines
 //
+// SEND_MESSAGE and SEND_MESSAGE_V2 run on their connection's reader (a remoting
+// InlineHandler): each send is checked and queued for the store (commitlog AppendQueued), and
+// when the reader has no further request buffered, the burst it ran is written with one write
+// (by the reader for a lone send, by the store's writer goroutine for more, so the reader goes
+// on with the next burst). The write's completion continues every send it held: an answer due
+// at once is queued on the connection without waiting for it (a client that does not read its
+// answers gets them from the send pipeline), and the waits below are registered.
+//
 // Handlers never block on durability. A send that waits only for the slaves registers a
 // callback (hawire WaitReplicatedFunc): the goroutine that reads the covering ack, or the
 // deadline sweeper, answers it directly. A send that waits for a flush (and maybe the slaves)
