@@ -51,6 +51,7 @@ func (s *Store) Truncate(offset int64) error {
 		return s.setReadOnly(err)
 	}
 	s.maxOffset.Store(offset)
+	s.gsyncEnd = 0 // the group is drained: no sync appender waits (group.go)
 	if s.flushed.Load() > offset {
 		s.flushed.Store(offset)
 	}
@@ -124,6 +125,7 @@ func (s *Store) Reset(startOffset int64) error {
 	s.queueOffsets = map[qkey]int64{}
 	s.minOffset.Store(startOffset)
 	s.maxOffset.Store(startOffset)
+	s.gsyncEnd = 0 // the group is drained: no sync appender waits (group.go)
 	s.flushed.Store(startOffset)
 	s.dispatched.Store(startOffset)
 	if err := s.putCheckpoint(startOffset, startOffset); err != nil {

@@ -199,7 +199,7 @@ func (s *Store) appendBatch(ms []*Message, res []AppendResult, done AppendDone, 
 			return nil
 		}
 		committed, ws, err := s.awaitGroupLocked(off)
-		if len(s.gbuf) > 0 && !s.gwriting && s.gsyncEnd <= s.maxOffset.Load() {
+		if len(s.gbuf) > 0 && !s.gwriting && !s.syncLeadPendingLocked() {
 			notify(s.gkick) // async records queued behind this write: no appender leads them
 		}
 		s.appendMu.Unlock()

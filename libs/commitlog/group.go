@@ -78,6 +78,8 @@ func (s *Store) awaitGroupLocked(end int64) (int64, []groupWaiter, error) {
 	if end > s.gsyncEnd {
 		s.gsyncEnd = end
 	}
+	s.gsyncWaiters++
+	defer func() { s.gsyncWaiters-- }()
 	for {
 		if s.maxOffset.Load() >= end {
 			return -1, nil, nil
@@ -192,7 +194,7 @@ func (s *Store) leadQueuedLocked() {
 			s.appendMu.Lock()
 			continue
 		}
-		if s.gsyncEnd > s.maxOffset.Load() {
+		if s.syncLeadPendingLocked() {
 			break // a sync appender waits for these records: it leads their write
 		}
 		committed, ws, err := s.leadGroupLocked()
@@ -204,6 +206,12 @@ func (s *Store) leadQueuedLocked() {
 		s.appendMu.Lock()
 	}
 	s.appendMu.Unlock()
+}
+
+// syncLeadPendingLocked reports whether a sync appender waits for records not yet written
+// (it leads their write when the lead is free).
+func (s *Store) syncLeadPendingLocked() bool {
+	return s.gsyncWaiters > 0 && s.gsyncEnd > s.maxOffset.Load()
 }
 
 // writerLoop writes the queued records no appender leads (see the top of the file), until the

@@ -301,3 +301,33 @@ func TestAppendQueuedWaitsForWriteQueued(t *testing.T) {
 	}
 	require.Zero(t, queuedBytes(s2))
 }
+
+// After a sync append and a truncation below it (a master demoted and promoted again in one
+// process), queued appends are still written: the sync appender's end does not outlive the
+// records it covered.
+func TestQueuedAppendsAfterTruncate(t *testing.T) {
+	cfg := testConfig(vfs.NewCrashableMem())
+	cfg.SegmentSize = 1 << 20
+	s := openStore(t, cfg)
+	defer s.Close()
+	first := mustAppend(t, s, msg("T", 0, "kept", ""))
+	mustAppend(t, s, msg("T", 0, "cut", ""))
+	mustAppend(t, s, msg("T", 0, "cut too", ""))
+	waitDispatched(t, s)
+	require.NoError(t, s.Truncate(first.EndOffset))
+	out := make(chan asyncOut, 4)
+	for i := 0; i < 4; i++ {
+		require.NoError(t, s.AppendQueued(msg("T", 0, bodyN(i), ""), &doneRec{t: t, body: bodyN(i), out: out}))
+	}
+	s.WriteQueued()
+	for i := 0; i < 4; i++ {
+		select {
+		case o := <-out:
+			require.NoError(t, o.err)
+			require.Equal(t, bodyN(i), o.body)
+		case <-time.After(10 * time.Second):
+			t.Fatalf("queued append %d not written after the truncation", i)
+		}
+	}
+	require.Zero(t, queuedBytes(s))
+}

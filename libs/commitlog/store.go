@@ -94,9 +94,11 @@ type Store struct {
 	gwrites      atomic.Int64 // group writes issued, for tests
 	// gwaiters are the AppendAsync records queued, in offset order; gcalled a spare slice for
 	// the ones a write covered; gsyncEnd the end of the last sync appender's records (one
-	// waits to lead while it lies beyond maxOffset); gkick wakes writerLoop.
+	// waits to lead while it lies beyond maxOffset and gsyncWaiters counts one); gkick wakes
+	// writerLoop.
 	gwaiters, gcalled []groupWaiter
 	gsyncEnd          int64
+	gsyncWaiters      int // sync appenders in awaitGroupLocked
 	gkick             chan struct{}
 
 	// segMu guards segs; readers hold it shared across a pread.
