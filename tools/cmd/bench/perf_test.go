@@ -294,8 +294,8 @@ func cpuProfile(t *testing.T, statusAddr, path string, secs int) func() {
 
 // perfCatchUp times each group's slave catching up a backlog of backlog bytes (catchUp, the
 // table's row), interleaved across builds, median of 3, beside the loopback TCP rate measured
-// before each round. With a profDir, the first round saves CPU profiles of each build's slave
-// and master (DIR/catchup-LABEL.slave.cpu.pprof and .master.cpu.pprof).
+// before each round. With a profDir, every round saves CPU profiles of each build's slave and
+// master (DIR/catchup-LABEL-ROUND.slave.cpu.pprof and .master.cpu.pprof).
 func perfCatchUp(t *testing.T, report *strings.Builder, groups []*e2e.Group, label func(int) string, backlog int64, profDir string) {
 	sz := tableSizes{Backlog: backlog, BacklogMsg: 16 << 10}
 	rows := make([][]tableRow, len(groups))
@@ -306,8 +306,8 @@ func perfCatchUp(t *testing.T, report *strings.Builder, groups []*e2e.Group, lab
 		tcp = append(tcp, v)
 		for i, g := range groups {
 			prof := ""
-			if profDir != "" && rep == 0 {
-				prof = filepath.Join(profDir, "catchup-"+label(i))
+			if profDir != "" {
+				prof = filepath.Join(profDir, fmt.Sprintf("catchup-%s-%d", label(i), rep))
 			}
 			r := catchUp(t, g, sz, v, prof)
 			t.Logf("catch-up %s round %d: %.0f MB/s, ratio %.3f against loopback %.0f MB/s, CPU µs/msg %s (%s)", label(i), rep, r.Value, r.Ratio, v/1e6, r.cpuString(), r.Note)
