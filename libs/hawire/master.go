@@ -572,11 +572,15 @@ func (m *Master) sendLoop(mc *masterConn, lg logrus.FieldLogger, done <-chan str
 				lg.WithError(err).WithField("offset", plan.Offset).Error("HA cannot read the log for a slave; closing connection")
 				return
 			}
+			// The batch's CRC is computed before taking mu: a full batch of a
+			// backlog takes tens of µs to checksum, which acks and SYNC waits
+			// would otherwise queue behind.
+			crc := BatchCRC(data)
 			// Record the send before writing: the slave may acknowledge these
 			// bytes before Write returns, and an ack beyond what was sent is
 			// rejected. A failed write ends the connection anyway.
 			m.mu.Lock()
-			d := m.st.DataHeader(plan, data, logMax)
+			d := m.st.DataHeaderCRC(plan, crc, logMax)
 			err = m.st.Sent(mc.id, plan.Offset, len(data), m.now())
 			m.mu.Unlock()
 			if err != nil {

@@ -453,8 +453,14 @@ func (s *MasterState) HeartbeatFrame(id ConnID, logMax int64) Heartbeat {
 
 // DataHeader builds the Data frame fields for records read per plan.
 func (s *MasterState) DataHeader(plan SendPlan, records []byte, logMax int64) Data {
+	return s.DataHeaderCRC(plan, BatchCRC(records), logMax)
+}
+
+// DataHeaderCRC is DataHeader for records whose BatchCRC the caller computed,
+// so that the sender checksums a batch without holding the lock around the state.
+func (s *MasterState) DataHeaderCRC(plan SendPlan, crc uint32, logMax int64) Data {
 	return Data{Epoch: plan.Epoch, StartOffset: plan.Offset, MasterMax: logMax,
-		Confirmed: s.Confirmed(logMax), CRC: BatchCRC(records)}
+		Confirmed: s.Confirmed(logMax), CRC: crc}
 }
 
 // SlaveInfo is the status of one connected slave.

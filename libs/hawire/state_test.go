@@ -187,6 +187,18 @@ func TestPlanRespectsBatchAndEpochs(t *testing.T) {
 	require.Len(t, s.Expire(t0.Add(time.Minute)), 1)
 }
 
+// DataHeaderCRC, for a CRC the sender computed without the lock, builds the
+// header DataHeader builds from the records themselves.
+func TestDataHeaderCRCMatchesDataHeader(t *testing.T) {
+	s := testMasterState(t, "", EpochEntry{1, 0})
+	streamingPeer(t, s, 1, 1, 0, 0)
+	records := []byte("records of one batch")
+	p := s.Plan(1, 1000, t0)
+	want := s.DataHeader(p, records, 1000)
+	require.Equal(t, BatchCRC(records), want.CRC)
+	require.Equal(t, want, s.DataHeaderCRC(p, BatchCRC(records), 1000))
+}
+
 func TestSlaveStateFlow(t *testing.T) {
 	cfg := DefaultSlaveConfig()
 	cfg.Secret = "k"

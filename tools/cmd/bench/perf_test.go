@@ -118,6 +118,7 @@ func TestPerfCompare(t *testing.T) {
 			gc.BinDir = b.dir
 			if profDir != "" {
 				gc.ExtraMaster = append(gc.ExtraMaster, "httpPprofEnable=true")
+				gc.ExtraSlave = append(gc.ExtraSlave, "httpPprofEnable=true")
 			}
 			groups[i] = e2e.StartGroup(t, gc)
 		}
@@ -166,7 +167,7 @@ func TestPerfCompare(t *testing.T) {
 			}
 		}
 		if mib, _ := strconv.Atoi(os.Getenv("RMQHA_PERF_CATCHUP")); mib > 0 && role == "ASYNC_MASTER" {
-			perfCatchUp(t, &report, groups, func(i int) string { return builds[i].label }, int64(mib)<<20)
+			perfCatchUp(t, &report, groups, func(i int) string { return builds[i].label }, int64(mib)<<20, profDir)
 		}
 		for _, g := range groups {
 			g.Master.Kill()
@@ -264,10 +265,38 @@ func startProfile(t *testing.T, statusAddr, prefix string, secs int) func() {
 	}
 }
 
+// cpuProfile starts a CPU profile of secs seconds on a broker's status port; the returned
+// function waits for it and saves it to path.
+func cpuProfile(t *testing.T, statusAddr, path string, secs int) func() {
+	t.Helper()
+	done := make(chan []byte, 1)
+	go func() {
+		resp, err := http.Get(fmt.Sprintf("http://%s/debug/pprof/profile?seconds=%d", statusAddr, secs))
+		if err != nil {
+			t.Logf("cpu profile of %s: %v", statusAddr, err)
+			done <- nil
+			return
+		}
+		defer resp.Body.Close()
+		b, err := io.ReadAll(resp.Body)
+		if err != nil || resp.StatusCode != http.StatusOK {
+			t.Logf("cpu profile of %s: %s %v", statusAddr, resp.Status, err)
+		}
+		done <- b
+	}()
+	return func() {
+		if b := <-done; len(b) > 0 {
+			require.NoError(t, os.WriteFile(path, b, 0o644))
+			t.Logf("CPU profile of %s during the catch-up in %s", statusAddr, path)
+		}
+	}
+}
+
 // perfCatchUp times each group's slave catching up a backlog of backlog bytes (catchUp, the
 // table's row), interleaved across builds, median of 3, beside the loopback TCP rate measured
-// before each round.
-func perfCatchUp(t *testing.T, report *strings.Builder, groups []*e2e.Group, label func(int) string, backlog int64) {
+// before each round. With a profDir, every round saves CPU profiles of each build's slave and
+// master (DIR/catchup-LABEL-ROUND.slave.cpu.pprof and .master.cpu.pprof).
+func perfCatchUp(t *testing.T, report *strings.Builder, groups []*e2e.Group, label func(int) string, backlog int64, profDir string) {
 	sz := tableSizes{Backlog: backlog, BacklogMsg: 16 << 10}
 	rows := make([][]tableRow, len(groups))
 	var tcp []float64
@@ -276,7 +305,13 @@ func perfCatchUp(t *testing.T, report *strings.Builder, groups []*e2e.Group, lab
 		require.NoError(t, err)
 		tcp = append(tcp, v)
 		for i, g := range groups {
-			rows[i] = append(rows[i], catchUp(t, g, sz, v))
+			prof := ""
+			if profDir != "" {
+				prof = filepath.Join(profDir, fmt.Sprintf("catchup-%s-%d", label(i), rep))
+			}
+			r := catchUp(t, g, sz, v, prof)
+			t.Logf("catch-up %s round %d: %.0f MB/s, ratio %.3f against loopback %.0f MB/s, CPU µs/msg %s (%s)", label(i), rep, r.Value, r.Ratio, v/1e6, r.cpuString(), r.Note)
+			rows[i] = append(rows[i], r)
 		}
 	}
 	slices.Sort(tcp)

@@ -251,7 +251,7 @@ func benchTable(t *testing.T, sz tableSizes) []tableRow {
 		Anchor: "JetStream R1 PublishAsync 1 KiB, 64 pending", AnchorVal: a.val, AnchorUnit: "msg/s", Ratio: ratio(m.val, a.val),
 		CPU: m.cpu, Allocs: m.allocs, Note: fmt.Sprintf("JetStream CPU %s (client and server in one process)", tableRow{CPU: a.cpu}.cpuString())})
 	rows = append(rows, indexCostRow(t, ga, gc, sz, brokerRun, stopGroup))
-	catchUpRow := catchUp(t, ga, sz, tcpRate)
+	catchUpRow := catchUp(t, ga, sz, tcpRate, "")
 	stopGroup(ga)
 
 	// --- SYNC_MASTER: one producer's latency, then rocketmq-client-go SendSync c1/c4. ---
@@ -457,8 +457,12 @@ func storeAppend(t *testing.T, mode commitlog.FlushDiskType, workers, size int, 
 
 // catchUp stops the group's slave, produces sz.Backlog bytes to the master, restarts the slave
 // and times it until it holds everything the master has: replication bytes/s against one
-// loopback TCP stream. The time includes the slave's own start (store recovery, reconnect).
-func catchUp(t *testing.T, g *e2e.Group, sz tableSizes, tcpRate float64) tableRow {
+// loopback TCP stream. The time includes the slave's own start (store recovery, reconnect);
+// the note splits it into the restart (until the slave's status port answers), the wait for the
+// first replicated byte and the transfer. With a non-empty prof (both brokers started with
+// httpPprofEnable=true), it also saves CPU profiles of the slave and the master taken during the
+// catch-up as prof.slave.cpu.pprof and prof.master.cpu.pprof.
+func catchUp(t *testing.T, g *e2e.Group, sz tableSizes, tcpRate float64, prof string) tableRow {
 	g.WaitSlaveCaughtUp(t)
 	before, err := g.SlaveStatus()
 	require.NoError(t, err)
@@ -476,13 +480,27 @@ func catchUp(t *testing.T, g *e2e.Group, sz tableSizes, tcpRate float64) tableRo
 	backlog := target.MaxOffset - before.MaxOffset
 	m0, err := procCPU(g.Master.PID())
 	require.NoError(t, err)
+	var profDone []func()
+	if prof != "" {
+		profDone = append(profDone, cpuProfile(t, g.MasterHTTP, prof+".master.cpu.pprof", 3))
+	}
 	start := time.Now()
 	require.NoError(t, g.Slave.Restart())
 	// A fixed 5 ms poll, not harness.Eventually's growing one (up to 200 ms), which would
 	// add as much to a catch-up that takes well under a second.
 	deadline := time.Now().Add(5 * time.Minute)
+	var up, first time.Duration
 	for {
 		s, err := g.SlaveStatus()
+		if err == nil && up == 0 {
+			up = time.Since(start)
+			if prof != "" {
+				profDone = append(profDone, cpuProfile(t, g.SlaveHTTP, prof+".slave.cpu.pprof", 3))
+			}
+		}
+		if err == nil && first == 0 && s.MaxOffset > before.MaxOffset {
+			first = time.Since(start)
+		}
 		if err == nil && s.MaxOffset >= target.MaxOffset {
 			break
 		}
@@ -492,6 +510,9 @@ func catchUp(t *testing.T, g *e2e.Group, sz tableSizes, tcpRate float64) tableRo
 		time.Sleep(5 * time.Millisecond)
 	}
 	el := time.Since(start)
+	for _, done := range profDone {
+		done()
+	}
 	m1, err := procCPU(g.Master.PID())
 	require.NoError(t, err)
 	sl, err := procCPU(g.Slave.PID())
@@ -500,8 +521,9 @@ func catchUp(t *testing.T, g *e2e.Group, sz tableSizes, tcpRate float64) tableRo
 	return tableRow{Goal: fmt.Sprintf("slave catch-up of a %d MiB backlog (%d KiB messages)", backlog>>20, sz.BacklogMsg>>10),
 		Value: rate / 1e6, Unit: "MB/s", Anchor: "loopback TCP, one stream", AnchorVal: tcpRate / 1e6, AnchorUnit: "MB/s",
 		Ratio: ratio(rate, tcpRate), Allocs: -1,
-		CPU:  []procUS{{"master", float64((m1 - m0).Nanoseconds()) / 1e3 / float64(n)}, {"slave", float64(sl.Nanoseconds()) / 1e3 / float64(n)}},
-		Note: fmt.Sprintf("one run, %.2fs from slave restart; CPU per backlog message", el.Seconds())}
+		CPU: []procUS{{"master", float64((m1 - m0).Nanoseconds()) / 1e3 / float64(n)}, {"slave", float64(sl.Nanoseconds()) / 1e3 / float64(n)}},
+		Note: fmt.Sprintf("one run, %.2fs from slave restart: status port up %.0f ms, first byte %.0f ms; CPU per backlog message",
+			el.Seconds(), float64(up.Microseconds())/1e3, float64(first.Microseconds())/1e3)}
 }
 
 // TestBenchTable prints the performance issue's goals as one table, each beside its anchor
