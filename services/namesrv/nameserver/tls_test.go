@@ -45,6 +45,9 @@ func TestNameServerEnforcingTLSAndBounds(t *testing.T) {
 	defer plain.Close()
 	_, err = plain.Invoke(ctx, addr, route)
 	require.Error(t, err)
+	// The refused connection counts against the limit of 2 until the server has closed it.
+	require.Eventually(t, func() bool { return s.rpc.Stats().OpenConnections == 0 }, 10*time.Second, time.Millisecond,
+		"the refused plain connection is still open")
 
 	cc := remoting.DefaultClientConfig()
 	cc.TLS = &tls.Config{InsecureSkipVerify: true}
