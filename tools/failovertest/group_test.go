@@ -235,7 +235,14 @@ func (g *group) createTopic(addr string) error {
 	if resp.Code != remoting.Success {
 		return fmt.Errorf("create topic: %d %s", resp.Code, resp.Remark)
 	}
-	return nil
+	// The broker registers the new topic with the name server in the background; clients
+	// started before the route exists fail ("route info not found").
+	return harness.WaitFor(10*time.Second, func() error {
+		rctx, rcancel := context.WithTimeout(context.Background(), 2*time.Second)
+		defer rcancel()
+		_, err := g.routeMasterOf(rctx, topic)
+		return err
+	})
 }
 
 // okSend is one SEND_OK: where, when and at which queue offset.
