@@ -75,39 +75,5 @@ func (f *fastScanner) extPairs(c *Command) bool {
 	if c.pairs == nil {
 		c.pairs = newPairs()
 	}
-	f.i++ // '{'
-	if f.peek() == '}' {
-		f.i++
-		return true
-	}
-	for {
-		k, ok := f.str()
-		if !ok || f.peek() != ':' {
-			return false
-		}
-		f.i++
-		switch f.peek() {
-		case '"':
-			v, ok := f.str()
-			if !ok {
-				return false
-			}
-			*c.pairs = append(*c.pairs, extPair{k, v})
-		case 'n':
-			if !f.literal("null") {
-				return false
-			}
-		default:
-			return false
-		}
-		switch f.peek() {
-		case ',':
-			f.i++
-		case '}':
-			f.i++
-			return true
-		default:
-			return false
-		}
-	}
+	return f.extStrings(func(k, v string) { *c.pairs = append(*c.pairs, extPair{k, v}) })
 }

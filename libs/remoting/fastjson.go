@@ -181,6 +181,13 @@ func (f *fastScanner) skipSimple() bool {
 
 // extObject fills ext from an object of string or null values.
 func (f *fastScanner) extObject(ext map[string]string) bool {
+	return f.extStrings(func(k, v string) { ext[k] = v })
+}
+
+// extStrings reads an extFields object (f.i at '{') of string or null values, handing each
+// string field to add (keys and values as f.str gives them: slices of the shared header
+// string where it has one).
+func (f *fastScanner) extStrings(add func(k, v string)) bool {
 	f.i++ // '{'
 	if f.peek() == '}' {
 		f.i++
@@ -198,7 +205,7 @@ func (f *fastScanner) extObject(ext map[string]string) bool {
 			if !ok {
 				return false
 			}
-			ext[k] = v
+			add(k, v)
 		case 'n':
 			if !f.literal("null") {
 				return false
