@@ -250,6 +250,29 @@ func (s *Store) appendBatch(ms []*Message, res []AppendResult, done AppendDone, 
 	return nil
 }
 
+// queueUpdate is the next queue offset of one queue after a raw append.
+type queueUpdate struct {
+	k qkey
+	q int64
+}
+
+// recentQueues is how many of the latest queue updates noteQueueOffset searches before adding
+// one: a replicated batch holds runs of a few queues, so the search finds nearly every record's
+// queue and the topic string is made once per queue, not once per record.
+const recentQueues = 16
+
+// noteQueueOffset records that topic's queue goes on at next, updating the entry among the
+// last recentQueues that names it (comparing topic bytes, no string made) or adding one.
+func noteQueueOffset(upd []queueUpdate, topic []byte, queue int32, next int64) []queueUpdate {
+	for i := len(upd) - 1; i >= 0 && i >= len(upd)-recentQueues; i-- {
+		if upd[i].k.qid == queue && upd[i].k.topic == string(topic) {
+			upd[i].q = next
+			return upd
+		}
+	}
+	return append(upd, queueUpdate{qkey{string(topic), queue}, next})
+}
+
 // appendPosLocked is where the next record goes: after the file's bytes, the
 // write buffer and the records of the group being written.
 func (s *Store) appendPosLocked() int64 {
@@ -467,11 +490,7 @@ func (s *Store) appendRaw(offset int64, data []byte, crc bool) error {
 		s.appendMu.Unlock()
 		return nil
 	}
-	type qupd struct {
-		k qkey
-		q int64
-	}
-	var upd []qupd
+	upd := s.rawUpd[:0]
 	for p := 0; p < len(data); {
 		pos := offset + int64(p)
 		m, n, err := s.checkRecordCRC(data[p:], pos, crc)
@@ -486,7 +505,7 @@ func (s *Store) appendRaw(offset int64, data []byte, crc bool) error {
 			return err
 		}
 		if !m.blank && isDispatchable(m.sysFlag) {
-			upd = append(upd, qupd{qkey{string(m.topic), m.queueID}, m.queueOffset + 1})
+			upd = noteQueueOffset(upd, m.topic, m.queueID, m.queueOffset+1)
 		}
 		p += n
 	}
@@ -504,6 +523,10 @@ func (s *Store) appendRaw(offset int64, data []byte, crc bool) error {
 	}
 	for _, u := range upd {
 		s.queueOffsets[u.k] = u.q
+	}
+	if cap(upd) <= 1024 {
+		clear(upd)
+		s.rawUpd = upd[:0]
 	}
 	end := offset + int64(len(data))
 	s.maxOffset.Store(end)

@@ -245,3 +245,32 @@ func TestDispatcherWaitsOnPartialTail(t *testing.T) {
 	require.Equal(t, s.MaxOffset(), s.DispatchedOffset())
 	require.Equal(t, int64(2), s.QueueMaxOffset("T", 0))
 }
+
+// noteQueueOffset keeps, per topic and queue, the last next offset of a batch (what a map of
+// every record's update would hold), with one entry per run of recent queues and no string
+// made for a queue it finds among the recent ones.
+func TestNoteQueueOffsetMatchesEveryRecord(t *testing.T) {
+	want := map[qkey]int64{}
+	var upd []queueUpdate
+	topics := [][]byte{[]byte("A"), []byte("BB"), []byte("%RETRY%g")}
+	for i := 0; i < 5000; i++ {
+		topic := topics[(i/7)%len(topics)]
+		q := int32((i * 5) % 40) // 40 queues: more than the recent window
+		next := int64(i + 1)
+		want[qkey{string(topic), q}] = next
+		upd = noteQueueOffset(upd, topic, q, next)
+	}
+	got := map[qkey]int64{}
+	for _, u := range upd {
+		got[u.k] = u.q
+	}
+	require.Equal(t, want, got)
+
+	few := []queueUpdate(nil)
+	for i := 0; i < 1000; i++ {
+		few = noteQueueOffset(few, topics[0], int32(i%8), int64(i))
+	}
+	require.Len(t, few, 8, "8 queues in turn: one entry each")
+	allocs := testing.AllocsPerRun(100, func() { few = noteQueueOffset(few, topics[0], 3, 7) })
+	require.Zero(t, allocs, "a recent queue is updated without a string")
+}

@@ -81,7 +81,8 @@ type Store struct {
 	appendMu     sync.Mutex
 	queueOffsets map[qkey]int64
 	encBuf       []byte
-	wbuf         []byte // buffered appends not yet in the file (WriteBuffer)
+	rawUpd       []queueUpdate // appendRaw's queue updates, kept for the next call
+	wbuf         []byte        // buffered appends not yet in the file (WriteBuffer)
 	// Grouped writes (group.go; WriteBuffer 0), all under appendMu: gbuf holds records
 	// encoded while a leader writes, gspare the leader's last batch for reuse, gpending the
 	// bytes encoded and not yet published in maxOffset (gbuf plus the batch being written),
