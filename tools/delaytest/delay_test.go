@@ -157,6 +157,10 @@ func TestRetryLaterThenDeadLetter(t *testing.T) {
 	require.Equal(t, 1, rq.ReadQueueNums)
 	require.Equal(t, 6, rq.Perm&6, "retry topic must be readable and writable")
 	stop()
+	// The stopped client must have left the group before the one under test starts: a
+	// heartbeat it sent while shutting down can register it again on a connection it leaves
+	// open, and the broker then keeps it (and the topic's only queue) until it expires.
+	g.waitGroupEmpty(t, cg)
 
 	rec := newRecorder(consumer.ConsumeRetryLater)
 	startConsumer(t, g, cg, topic, rec.handle, consumer.WithMaxReconsumeTimes(maxRe))

@@ -178,6 +178,31 @@ func (g *group) waitRoute(t *testing.T, topic string) queueData {
 }
 
 // createTopic creates topic on the master with n queues and waits for its route.
+// waitGroupEmpty waits until the master lists no consumer in cgroup (GET_CONSUMER_LIST_BY_GROUP),
+// for longer than a silent client's expiry (120 s) when one lingers.
+func (g *group) waitGroupEmpty(t *testing.T, cgroup string) {
+	t.Helper()
+	require.NoError(t, harness.WaitFor(150*time.Second, func() error {
+		resp, err := g.invoke(g.masterAddr, remoting.GetConsumerListByGroup, map[string]string{"consumerGroup": cgroup})
+		if err != nil {
+			return err
+		}
+		if resp.Code != remoting.Success {
+			return nil // the group has no consumers (SYSTEM_ERROR "no consumer")
+		}
+		var body struct {
+			ConsumerIDList []string `json:"consumerIdList"`
+		}
+		if err := json.Unmarshal(resp.Body, &body); err != nil {
+			return err
+		}
+		if len(body.ConsumerIDList) > 0 {
+			return fmt.Errorf("group %s still lists %v", cgroup, body.ConsumerIDList)
+		}
+		return nil
+	}))
+}
+
 func (g *group) createTopic(t *testing.T, topic string, n int) {
 	t.Helper()
 	ext := map[string]string{
