@@ -582,17 +582,24 @@ func storeErrorAnswer(err error) (int32, string) {
 	}
 }
 
+// writeNoWait writes resp to w unless w's connection is congested (its queue over the cap):
+// then it reports false and nothing was written. A writer that cannot skip the wait
+// (remoting.NoWaitWriter) writes as Write does.
+func writeNoWait(w remoting.ResponseWriter, resp *remoting.Command) (bool, error) {
+	nw, ok := w.(remoting.NoWaitWriter)
+	if !ok {
+		return true, w.Write(resp)
+	}
+	queued, err := nw.WriteNoWait(resp)
+	return queued || err != nil, err
+}
+
 // answerNoWait writes resp to w without waiting for a congested connection; when the
 // connection's queue is full a goroutine writes it (rare: only store failures answer so).
 func (b *Broker) answerNoWait(w remoting.ResponseWriter, resp *remoting.Command) {
-	if nw, ok := w.(remoting.NoWaitWriter); ok {
-		if queued, err := nw.WriteNoWait(resp); queued || err != nil {
-			return
-		}
+	if written, _ := writeNoWait(w, resp); !written {
 		go func() { _ = w.Write(resp) }()
-		return
 	}
-	_ = w.Write(resp)
 }
 
 // complete finishes a stored send: with nothing to wait for it answers at once; otherwise the
@@ -607,8 +614,8 @@ func (b *Broker) complete(v *roleView, w remoting.ResponseWriter, ans storedAnsw
 	if !syncFlush && !syncRepl {
 		flushKnown := b.cfg.FlushDiskType == FlushSync
 		ans.setOutcome(1, flushKnown, flushKnown && b.store.FlushedOffset() >= endOffset)
-		if nw, ok := w.(remoting.NoWaitWriter); ok && noWait {
-			if queued, err := nw.WriteNoWait(ans.command()); queued || err != nil {
+		if noWait {
+			if written, _ := writeNoWait(w, ans.command()); written {
 				return
 			}
 			p := ans.pending()
@@ -685,13 +692,8 @@ func (b *Broker) replAnswered(p *pendingSend, st hawire.ReplStatus) {
 // finishNoWait answers a send that waited only for replication without waiting for its
 // connection's writer; false when the connection is congested and nothing was written.
 func (b *Broker) finishNoWait(p *pendingSend, repl hawire.ReplStatus) bool {
-	nw, ok := p.w.(remoting.NoWaitWriter)
-	if !ok {
-		b.finish(p, nil, repl, true)
-		return true
-	}
-	queued, err := nw.WriteNoWait(b.answerOf(p, nil, repl, true))
-	if !queued && err == nil {
+	written, err := writeNoWait(p.w, b.answerOf(p, nil, repl, true))
+	if !written {
 		return false
 	}
 	if err == nil && !b.running() {
