@@ -88,9 +88,7 @@ func (p *sendPipeline) run() {
 
 func (p *sendPipeline) wait(ps *pendingSend) {
 	if ps.ready {
-		if ps.w.Write(ps.ans.command()) == nil && !p.b.running() {
-			p.b.lateAnswers.Add(1)
-		}
+		p.b.writeAnswer(ps.w, ps.ans.command())
 		return
 	}
 	var flushErr error

@@ -669,7 +669,12 @@ type pendingSend struct {
 // finish combines the wait results into the response code, as RocketMQ does: a replication
 // failure overrides a flush failure, which overrides SEND_OK.
 func (b *Broker) finish(p *pendingSend, flushErr error, repl hawire.ReplStatus, haveRepl bool) {
-	if p.w.Write(b.answerOf(p, flushErr, repl, haveRepl)) == nil && !b.running() {
+	b.writeAnswer(p.w, b.answerOf(p, flushErr, repl, haveRepl))
+}
+
+// writeAnswer writes a stored send's answer, counting one written after shutdown began.
+func (b *Broker) writeAnswer(w remoting.ResponseWriter, resp *remoting.Command) {
+	if w.Write(resp) == nil && !b.running() {
 		b.lateAnswers.Add(1)
 	}
 }
