@@ -244,6 +244,9 @@ func (b *Broker) resolveTopic(w remoting.ResponseWriter, req *remoting.Command, 
 		}
 		return tc, true
 	}
+	// The names are about to go into tables: they get copies of their own, as the header's
+	// strings of a send share their connection's chunk (remoting's header arena).
+	h.topic, h.defaultTopic = strings.Clone(h.topic), strings.Clone(h.defaultTopic)
 	var created bool
 	var err error
 	if strings.HasPrefix(h.topic, meta.RetryGroupTopicPrefix) {
@@ -350,7 +353,8 @@ func (b *Broker) serveSend(w remoting.ResponseWriter, req *remoting.Command, que
 	// they stay valid), so the next request's fields go into it.
 	defer req.ReleaseExt()
 	b.sends.Add(1)
-	// The answer (and the instrumented writer within it) is allocated once, up front.
+	// The answer (and the instrumented writer within it) is taken once, up front, from a slab
+	// (newSendAnswer).
 	ans := newSendAnswer(req)
 	// One clock read for the answer's latency and the waits' deadlines.
 	arrival := b.now()

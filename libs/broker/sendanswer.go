@@ -3,6 +3,7 @@ package broker
 import (
 	"net/netip"
 	"strconv"
+	"sync"
 	"time"
 
 	"github.com/rmqha/rmqha/libs/commitlog"
@@ -36,8 +37,8 @@ func (a mapAnswer) setOutcome(replicas int, flushKnown, flushed bool) {
 }
 
 // sendAnswer is the answer to a send: the response, its custom header, the send's
-// instrumented writer and its wait in one allocation, the header kept typed and written into the frame by AppendExt (no map, no
-// number strings). Its bytes are those the map of the same fields encodes to (the keys in
+// instrumented writer and its wait in one element of a slab (newSendAnswer), the header kept
+// typed and written into the frame by AppendExt (no map, no number strings). Its bytes are those the map of the same fields encodes to (the keys in
 // the sorted order the map encoder writes), TestSendAnswerBytes checks.
 type sendAnswer struct {
 	resp        remoting.Command
@@ -66,12 +67,32 @@ type sendAnswer struct {
 	offID  bool
 }
 
+// answerSlabSize is how many send answers are allocated at once (about 15 KiB).
+const answerSlabSize = 32
+
+// answerSlab is the unused rest of a slab of send answers.
+type answerSlab struct{ free []sendAnswer }
+
+// answerSlabs holds partly used slabs. Each sender takes the next answer of one, so a busy
+// broker makes one allocation per answerSlabSize sends, not one per send. An answer taken is
+// never handed out again: it lives as long as its send needs it (a SYNC wait, a congested
+// connection's queue), and its slab is freed once none of its answers is held. A slab the pool
+// drops is simply left to the collector with its answers.
+var answerSlabs sync.Pool
+
 func newSendAnswer(req *remoting.Command) *sendAnswer {
-	a := &sendAnswer{resp: remoting.Command{
+	s, _ := answerSlabs.Get().(*answerSlab)
+	if s == nil {
+		s = &answerSlab{free: make([]sendAnswer, answerSlabSize)}
+	}
+	a := &s.free[0]
+	if s.free = s.free[1:]; len(s.free) > 0 {
+		answerSlabs.Put(s)
+	}
+	a.resp = remoting.Command{
 		Code: remoting.Success, Language: remoting.LanguageGo, Version: remoting.VersionV4_9_8,
-		Flag: remoting.FlagResponse, Opaque: req.Opaque,
-	}}
-	a.resp.ExtAppend = a
+		Flag: remoting.FlagResponse, Opaque: req.Opaque, ExtAppend: a,
+	}
 	return a
 }
 

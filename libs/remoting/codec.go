@@ -233,7 +233,7 @@ func DecodeFrame(frame []byte) (*Command, error) {
 // decodeFrameInto is DecodeFrame into c, a zero Command (the server's request, allocated
 // with its response writer); c is unspecified on error.
 func decodeFrameInto(c *Command, frame []byte) error {
-	body, err := decodeFrameHeader(c, frame, nil)
+	body, err := decodeFrameHeader(c, frame, nil, nil)
 	if err != nil {
 		return err
 	}
@@ -245,9 +245,10 @@ func decodeFrameInto(c *Command, frame []byte) error {
 
 // decodeFrameAliased is decodeFrameInto with c.Body a slice of frame instead of a copy (for a
 // request its handler is done with before the frame's buffer is reused), and the custom
-// header in pairs when pairsFor says so for the code (extpairs.go).
-func decodeFrameAliased(c *Command, frame []byte, pairsFor func(code int32) bool) error {
-	body, err := decodeFrameHeader(c, frame, pairsFor)
+// header in pairs when pairsFor says so for the code (extpairs.go), its strings then from
+// arena when that is not nil (arena.go).
+func decodeFrameAliased(c *Command, frame []byte, pairsFor func(code int32) bool, arena *stringArena) error {
+	body, err := decodeFrameHeader(c, frame, pairsFor, arena)
 	if err != nil {
 		return err
 	}
@@ -258,7 +259,7 @@ func decodeFrameAliased(c *Command, frame []byte, pairsFor func(code int32) bool
 }
 
 // decodeFrameHeader decodes frame's header into c and returns its body (a slice of frame).
-func decodeFrameHeader(c *Command, frame []byte, pairsFor func(code int32) bool) ([]byte, error) {
+func decodeFrameHeader(c *Command, frame []byte, pairsFor func(code int32) bool, arena *stringArena) ([]byte, error) {
 	if len(frame) < headerWordSize {
 		return nil, fmt.Errorf("%w: %d bytes, no header word", ErrMalformed, len(frame))
 	}
@@ -275,7 +276,7 @@ func decodeFrameHeader(c *Command, frame []byte, pairsFor func(code int32) bool)
 	)
 	switch typ {
 	case SerializeJSON:
-		if !decodeJSONHeaderFastInto(c, header, pairsFor) {
+		if !decodeJSONHeaderFastInto(c, header, pairsFor, arena) {
 			slow, err = decodeJSONHeader(header)
 		}
 	case SerializeRocketMQ:

@@ -39,11 +39,27 @@ const sharedHeaderMax = 4 << 10
 // maxExtHint caps the ext map's initial size; the count comes from the peer's bytes.
 const maxExtHint = 64
 
-// fastScanner walks a JSON header; s is string(b) when the header is shared, else "".
+// fastScanner walks a JSON header; s is string(b) when the header is shared, else "". A
+// shared header's string is made when the first string is read (share), so that a header whose
+// code is read first can take it from the connection's arena (arena.go) when its code decodes
+// into pairs.
 type fastScanner struct {
-	b []byte
-	s string
-	i int
+	b         []byte
+	s         string
+	i         int
+	lazy      bool         // the header is shared and s is not made yet
+	arena     *stringArena // where an inline request's header string comes from (nil: its own copy)
+	fromArena bool         // the code read so far is one whose header comes from arena
+}
+
+// share makes s, the one copy of the header every string of it slices.
+func (f *fastScanner) share() {
+	f.lazy = false
+	if f.fromArena {
+		f.s = f.arena.string(f.b)
+		return
+	}
+	f.s = string(f.b)
 }
 
 func (f *fastScanner) ws() {
@@ -104,6 +120,9 @@ func (f *fastScanner) str() (string, bool) {
 		switch f.b[j] {
 		case '"':
 			f.i = j + 1
+			if f.lazy {
+				f.share()
+			}
 			if f.s != "" {
 				return f.s[start:j], true
 			}
@@ -235,7 +254,7 @@ func extHint(h []byte) int {
 // decodeJSONHeaderFast decodes h, or reports false when the generic decoder must decide.
 func decodeJSONHeaderFast(h []byte) (*Command, bool) {
 	c := &Command{}
-	if !decodeJSONHeaderFastInto(c, h, nil) {
+	if !decodeJSONHeaderFastInto(c, h, nil, nil) {
 		return nil, false
 	}
 	return c, true
@@ -243,13 +262,11 @@ func decodeJSONHeaderFast(h []byte) (*Command, bool) {
 
 // decodeJSONHeaderFastInto decodes h into c, a zero Command; on false c holds a partial
 // decode and must be reset. When pairsFor reports true for the code, read before the
-// extFields, those go into c's pairs instead of a map (extpairs.go).
-func decodeJSONHeaderFastInto(c *Command, h []byte, pairsFor func(code int32) bool) bool {
+// extFields, those go into c's pairs instead of a map (extpairs.go), and the header's strings
+// come from arena when it is not nil and the code was read before any string (arena.go).
+func decodeJSONHeaderFastInto(c *Command, h []byte, pairsFor func(code int32) bool, arena *stringArena) bool {
 	codeSeen := false
-	f := fastScanner{b: h}
-	if len(h) <= sharedHeaderMax {
-		f.s = string(h)
-	}
+	f := fastScanner{b: h, lazy: len(h) <= sharedHeaderMax, arena: arena}
 	var ext map[string]string
 	if f.peek() != '{' {
 		return false
@@ -272,6 +289,7 @@ func decodeJSONHeaderFastInto(c *Command, h []byte, pairsFor func(code int32) bo
 				}
 				c.Code = int32(n)
 				codeSeen = true
+				f.fromArena = arena != nil && f.lazy && pairsFor != nil && pairsFor(c.Code)
 			case "version":
 				n, ok := f.int(math.MinInt16, math.MaxInt16)
 				if !ok {

@@ -108,12 +108,14 @@ func FuzzJSONHeaderFast(f *testing.F) {
 	})
 }
 
-// requirePairsAgree decodes h with its ext fields into pairs and checks that every lookup
-// and the materialized map agree with the generic decode gen.
+// requirePairsAgree decodes h with its ext fields into pairs, its strings from an arena whose
+// chunk is almost full (the header's copy goes into the rest of it or into a new chunk), and
+// checks that every lookup and the materialized map agree with the generic decode gen.
 func requirePairsAgree(t *testing.T, h []byte, gen *Command) {
 	t.Helper()
 	c := &Command{}
-	require.True(t, decodeJSONHeaderFastInto(c, h, func(int32) bool { return true }), "pairs decode refused what the map decode took")
+	arena := stringArena{buf: make([]byte, max(headerArenaChunk-len(h)/2, 0), headerArenaChunk)}
+	require.True(t, decodeJSONHeaderFastInto(c, h, func(int32) bool { return true }, &arena), "pairs decode refused what the map decode took")
 	require.Equal(t, gen.Code, c.Code)
 	for k, v := range gen.ExtFields {
 		got, ok := c.ExtLookup(k)
@@ -135,7 +137,7 @@ func TestJSONHeaderPairs(t *testing.T) {
 	yes := func(code int32) bool { return code == 310 }
 	c := &Command{}
 	h := `{"code":310,"extFields":{"a":"PG","b":"T","b":"T2","e":"3"},"flag":0,"language":"GO","opaque":7,"version":0}`
-	require.True(t, decodeJSONHeaderFastInto(c, []byte(h), yes))
+	require.True(t, decodeJSONHeaderFastInto(c, []byte(h), yes, nil))
 	require.Nil(t, c.ExtFields, "no map for a pairs request")
 	require.Equal(t, "T2", c.Ext("b"))
 	require.Equal(t, "PG", c.Ext("a"))
@@ -150,10 +152,10 @@ func TestJSONHeaderPairs(t *testing.T) {
 
 	late := &Command{}
 	h2 := `{"extFields":{"a":"PG"},"code":310,"opaque":1}`
-	require.True(t, decodeJSONHeaderFastInto(late, []byte(h2), yes))
+	require.True(t, decodeJSONHeaderFastInto(late, []byte(h2), yes, nil))
 	require.Equal(t, map[string]string{"a": "PG"}, late.ExtFields, "code after extFields: the map")
 
 	other := &Command{}
-	require.True(t, decodeJSONHeaderFastInto(other, []byte(`{"code":11,"extFields":{"a":"PG"}}`), yes))
+	require.True(t, decodeJSONHeaderFastInto(other, []byte(`{"code":11,"extFields":{"a":"PG"}}`), yes, nil))
 	require.Equal(t, map[string]string{"a": "PG"}, other.ExtFields, "a code pairsFor does not name: the map")
 }

@@ -560,6 +560,10 @@ func (c *ServerConn) readLoop() {
 	fr := newFrameReader(c.link.nc, first, s.cfg.MaxFrameSize, s.budget, &s.spares, s.cfg.IdleTimeout, max(s.cfg.FrameTimeout, 0))
 	defer fr.close()
 	defer c.endBatch()
+	var (
+		arena stringArena // the header strings of inline requests (arena.go)
+		reqs  requestSlab // the requests' storage
+	)
 	for {
 		if c.batch != nil && !fr.hasFrame() {
 			c.endBatch() // the next read waits for the socket: the burst is over
@@ -575,11 +579,11 @@ func (c *ServerConn) readLoop() {
 			}
 			continue
 		}
-		// The request and its response writer in one allocation.
-		r := &serverRequest{}
+		r := reqs.peek()
 		cmd := &r.cmd
-		err = decodeFrameAliased(cmd, f.data, s.inlineCode)
+		err = decodeFrameAliased(cmd, f.data, s.inlineCode, &arena)
 		if err != nil {
+			reqs.clear()
 			if !c.malformed(f.data, err) {
 				c.link.close(fmt.Errorf("%w: %w", ErrConnFailed, err))
 				return
@@ -589,11 +593,14 @@ func (c *ServerConn) readLoop() {
 		size := int64(len(f.data))
 		if _, inline := (*s.handlers.Load())[cmd.Code].(InlineHandler); inline && !cmd.IsResponse() {
 			// Its handler is done with the body when it returns: no copy.
+			reqs.take()
 			c.dispatch(r, size)
 			cmd.Body = nil
 			fr.release()
 			continue
 		}
+		r = reqs.own()
+		cmd = &r.cmd
 		if len(cmd.Body) > 0 {
 			cmd.Body = append([]byte(nil), cmd.Body...)
 		}
@@ -615,6 +622,46 @@ type serverRequest struct {
 	cmd Command
 	w   responseWriter
 }
+
+// maxRequestSlab is the most requests a requestSlab allocates at once.
+const maxRequestSlab = 32
+
+// requestSlab allocates the inline requests of a connection (sends) in slabs: one allocation
+// per 32 sends of a busy connection, not one per send. The reader decodes each request into
+// the next free element (peek); an inline request takes it (take), any other moves into an
+// allocation of its own (own), as a request a handler may hold for long (a long-polling pull)
+// must not keep a slab alive. An element taken is never reused, so a send lives as long as its
+// answer needs it, and a slab is freed once none of its sends is held. Slabs double from one
+// request up to maxRequestSlab, so that a connection sending now and then holds no more than it
+// used. One goroutine uses it (the connection's reader).
+type requestSlab struct {
+	free []serverRequest
+	last int // the size of the last slab
+}
+
+// peek returns the next free element, to decode a request into.
+func (s *requestSlab) peek() *serverRequest {
+	if len(s.free) == 0 {
+		s.last = min(max(2*s.last, 1), maxRequestSlab)
+		s.free = make([]serverRequest, s.last)
+	}
+	return &s.free[0]
+}
+
+// take hands out the element peek returned.
+func (s *requestSlab) take() { s.free = s.free[1:] }
+
+// own moves the request peek's element holds into an allocation of its own and frees the
+// element again.
+func (s *requestSlab) own() *serverRequest {
+	r := new(serverRequest)
+	r.cmd = s.free[0].cmd // (the writer is still zero: serve fills it)
+	s.free[0].cmd = Command{}
+	return r
+}
+
+// clear frees the element peek returned again (its request was malformed).
+func (s *requestSlab) clear() { s.free[0].cmd = Command{} }
 
 // establish reads the first byte and applies the TLS mode: it returns the bytes already read
 // that belong to the plain frame stream (none for TLS), or false when the connection is to be
