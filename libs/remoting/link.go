@@ -179,8 +179,9 @@ func (l *link) writeLoop() {
 	}
 }
 
-// enableDirect lets uncork write released batches itself (a client's plain TCP socket only:
-// the write must be the socket's own, which a TLS record layer is not).
+// enableDirect lets uncork write released batches, and sendDirect lone frames, on the calling
+// goroutine (a plain TCP socket only: the write must be the socket's own, which a TLS record
+// layer is not).
 func (l *link) enableDirect() {
 	sc, ok := l.raw.(syscall.Conn)
 	if !ok || l.nc != l.raw {
@@ -246,7 +247,13 @@ func (l *link) uncork() {
 	l.writing = true
 	l.spaceCond.Broadcast()
 	l.wmu.Unlock()
+	l.writeTaken(buf)
+}
 
+// writeTaken writes buf, a batch the caller took (writing set, wmu not held), with one
+// non-blocking write; what the socket does not take goes to the writer ahead of what was queued
+// meanwhile.
+func (l *link) writeTaken(buf []byte) {
 	n, err := l.directWrite(buf)
 
 	l.wmu.Lock()
@@ -273,6 +280,28 @@ func (l *link) uncork() {
 	if err != nil {
 		l.close(fmt.Errorf("%w: write: %w", ErrConnFailed, err))
 	}
+}
+
+// sendDirect writes c itself, with one non-blocking write on the calling goroutine, when the
+// link allows direct writes and nothing is queued or being written (so the frame cannot pass
+// another): one wake-up of the writer and two scheduler hand-offs less for a lone answer. It
+// reports false, with nothing written, otherwise; the caller then queues c as usual.
+func (l *link) sendDirect(c *Command) (bool, error) {
+	l.wmu.Lock()
+	if l.direct == nil || l.writing || l.corked || l.closed || len(l.queue) > 0 {
+		l.wmu.Unlock()
+		return false, nil
+	}
+	buf, err := EncodeFrame(l.dspare[:0], c)
+	if err != nil {
+		l.wmu.Unlock()
+		return true, err
+	}
+	l.dspare = nil
+	l.writing = true
+	l.wmu.Unlock()
+	l.writeTaken(buf)
+	return true, nil
 }
 
 // close shuts the link once: marks it closed, closes the socket (unblocking reader and

@@ -155,3 +155,49 @@ func TestLinkUncorkHandsRestToWriter(t *testing.T) {
 	}
 	require.Equal(t, want, readOpaques(t, sn, len(want)))
 }
+
+// TestLinkSendDirect: a lone frame on a plain socket is written by the caller, with no writer
+// running; with a frame queued (or no direct writes) it is left to the queue, so frames never
+// pass one another; a frame larger than the socket takes at once has its rest written by the
+// writer before anything queued after it.
+func TestLinkSendDirect(t *testing.T) {
+	cn, sn := tcpPair(t)
+	l := newLink(cn, 10*time.Second)
+	done, err := l.sendDirect(&Command{Code: testCode, Opaque: 1})
+	require.NoError(t, err)
+	require.False(t, done, "no direct writes enabled")
+	l.enableDirect()
+	done, err = l.sendDirect(&Command{Code: testCode, Opaque: 2})
+	require.NoError(t, err)
+	require.True(t, done)
+	require.Equal(t, []int32{2}, readOpaques(t, sn, 1), "written with no writer running")
+
+	require.NoError(t, l.send(&Command{Code: testCode, Opaque: 3}, false))
+	done, err = l.sendDirect(&Command{Code: testCode, Opaque: 4})
+	require.NoError(t, err)
+	require.False(t, done, "a frame is queued: this one must not pass it")
+
+	writer := make(chan struct{})
+	go func() { l.writeLoop(); close(writer) }()
+	defer func() { l.close(nil); <-writer }()
+	require.NoError(t, l.send(&Command{Code: testCode, Opaque: 4}, false))
+	require.Equal(t, []int32{3, 4}, readOpaques(t, sn, 2))
+
+	body := make([]byte, 16<<20) // more than the socket buffers hold
+	want := []int32{5}
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		if done, err = l.sendDirect(&Command{Code: testCode, Opaque: 5, Body: body}); done {
+			break
+		}
+		require.NoError(t, err)
+		require.True(t, time.Now().Before(deadline), "the writer never finished its last write")
+		time.Sleep(time.Millisecond) // the writer is still finishing its last write
+	}
+	require.NoError(t, err)
+	for op := int32(6); op <= 8; op++ {
+		require.NoError(t, l.send(&Command{Code: testCode, Opaque: op}, false))
+		want = append(want, op)
+	}
+	require.Equal(t, want, readOpaques(t, sn, len(want)))
+}

@@ -413,6 +413,10 @@ type ServerConn struct {
 	batch  InlineHandler
 	batchN int
 
+	// unanswered counts the requests served and not yet answered (oneway ones aside): an
+	// answer that leaves it at zero is the connection's only one, and is written directly.
+	unanswered atomic.Int32
+
 	// Budget held by this connection's requests not yet answered; given back at close.
 	bmu      sync.Mutex
 	reqBytes int64
@@ -552,6 +556,7 @@ func (c *ServerConn) readLoop() {
 	if !ok {
 		return
 	}
+	c.link.enableDirect() // (a plain socket only)
 	s.wg.Add(1)
 	go func() {
 		defer s.wg.Done()
@@ -949,6 +954,8 @@ func (c *ServerConn) serve(h Handler, r *serverRequest, size int64) {
 	w.conn, w.opaque, w.oneway, w.charge = c, req.Opaque, req.IsOneway(), size
 	if w.oneway {
 		defer c.releaseRequest(size) // nothing will be written
+	} else {
+		c.unanswered.Add(1)
 	}
 	defer func() {
 		if r := recover(); r != nil {
@@ -1014,6 +1021,11 @@ func (w *responseWriter) Write(resp *Command) error {
 	resp.Remark = capRemark(resp.Remark)
 	resp.Opaque = w.opaque
 	resp.Flag |= FlagResponse
+	if w.conn.unanswered.Add(-1) == 0 {
+		if done, err := w.conn.link.sendDirect(resp); done {
+			return err
+		}
+	}
 	return w.conn.link.send(resp, true)
 }
 
@@ -1031,8 +1043,15 @@ func (w *responseWriter) WriteNoWait(resp *Command) (bool, error) {
 	resp.Remark = capRemark(resp.Remark)
 	resp.Opaque = w.opaque
 	resp.Flag |= FlagResponse
+	if w.conn.unanswered.Add(-1) == 0 {
+		if done, err := w.conn.link.sendDirect(resp); done {
+			w.conn.releaseRequest(w.charge)
+			return true, err
+		}
+	}
 	queued, err := w.conn.link.trySend(resp)
 	if !queued && err == nil {
+		w.conn.unanswered.Add(1)
 		w.written.Store(false) // not answered yet: the caller writes again
 		return false, nil
 	}
