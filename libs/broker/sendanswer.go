@@ -119,11 +119,24 @@ func (a *sendAnswer) Appended(res commitlog.AppendResult, err error) {
 	b.complete(a.view, a.w, a, res.EndOffset, a.waits, a.arrival, true)
 }
 
+// The fields every send answer carries the same, encoded once.
+var (
+	sendAnswerHead   = mustExtTemplate("MSG_REGION", regionDefault, "TRACE_ON", "true")
+	sendAnswerStored = mustExtTemplate("stored", "true")
+)
+
+func mustExtTemplate(kv ...string) *remoting.ExtTemplate {
+	t, err := remoting.NewExtTemplate(kv...)
+	if err != nil {
+		panic(err) // fixed fields: a failure is a programming error, found at start
+	}
+	return t
+}
+
 // AppendExt writes SendMessageResponseHeader's fields and this broker's stored, replicas and
 // flushed, in byte order of their keys.
 func (a *sendAnswer) AppendExt(w remoting.ExtWriter) remoting.ExtWriter {
-	w.String("MSG_REGION", regionDefault)
-	w.String("TRACE_ON", "true")
+	w.Template(sendAnswerHead)
 	if a.flushKnown {
 		w.Bool("flushed", a.flushed)
 	}
@@ -136,7 +149,7 @@ func (a *sendAnswer) AppendExt(w remoting.ExtWriter) remoting.ExtWriter {
 	w.Int("queueId", int64(a.queueID))
 	w.Int("queueOffset", a.queueOffset)
 	w.Int("replicas", int64(a.replicas))
-	w.String("stored", "true")
+	w.Template(sendAnswerStored)
 	if a.txID != "" {
 		w.String("transactionId", a.txID)
 	}
