@@ -184,6 +184,10 @@ type indexFileInfo struct {
 	trailer indexTrailer
 }
 
+// indexVerifyChunk is how much of a file verifyIndexFile reads at once: the multiple of the
+// entry size (and so of the slot size) just below 64 KiB.
+const indexVerifyChunk = (64 << 10) / indexEntrySize * indexEntrySize
+
 // maxIndexSlots and maxIndexEntries bound what a file on disk may claim before
 // anything is read for it.
 const (
@@ -239,7 +243,9 @@ func verifyIndexFile(r io.ReaderAt, size int64, start int64) (indexFileInfo, err
 			h.beginPhyOffset, h.endPhyOffset, h.beginTimestamp, h.endTimestamp, start, t.indexedTo)
 	}
 	crc := crc32.ChecksumIEEE(hb[:])
-	buf := make([]byte, 64<<10) // a multiple of both the slot and the entry size
+	// The chunk is a multiple of both the slot and the entry size (20 bytes: 64 KiB is not),
+	// so that no entry straddles two chunks.
+	buf := make([]byte, indexVerifyChunk)
 	slotsEnd := indexHeaderSize + int64(t.slotNum)*indexSlotSize
 	used := int32(0)
 	for pos := int64(indexHeaderSize); pos < size-indexTrailerSize; {
