@@ -32,12 +32,14 @@ type tableSizes struct {
 	Backlog    int64         // slave catch-up: bytes produced while the slave is down
 	BacklogMsg int           // message size of the backlog
 	R3         bool          // also measure JetStream R3 (three servers on loopback)
+	Recovery   int64         // crash recovery: the CommitLog a killed store holds
 }
 
 // fullTable is what make bench measures: about two minutes of runs on 2 cores.
 var fullTable = tableSizes{
 	Run: 3 * time.Second, Reps: 3, DiskBytes: 256 << 20, SyncFor: 2 * time.Second, TCPBytes: 256 << 20,
 	RTTs: 5000, Backlog: 256 << 20, BacklogMsg: 16 << 10, R3: true,
+	Recovery: 1020 << 20, // within one 1 GiB segment, all of it validated after the crash
 }
 
 // tableRow is one goal of the performance issue: the broker's number, its anchor measured in
@@ -190,6 +192,7 @@ func benchTable(t *testing.T, sz tableSizes) []tableRow {
 	storeRows = append(storeRows, tableRow{Goal: "store SYNC_FLUSH group commit, 64 appenders 1 KiB", Value: m.val, Unit: "msg/s",
 		Anchor: "1 KiB write + fdatasync, one writer", AnchorVal: syncRate, AnchorUnit: "fsync/s", Ratio: ratio(m.val, syncRate),
 		CPU: m.cpu, Allocs: -1, Note: fmt.Sprintf("%.1f msgs per fsync", perFsync[(len(perFsync)-1)/2])})
+	storeRows = append(storeRows, recoveryRow(t, sz.Recovery))
 
 	// --- Machine anchors for the broker rows. ---
 	var tcp, rtt []float64
@@ -577,7 +580,8 @@ func TestIndexCostBench(t *testing.T) {
 // and a ratio against its anchor (never how fast anything is).
 func TestBenchTableSmoke(t *testing.T) {
 	sz := tableSizes{Run: 300 * time.Millisecond, Reps: 1, DiskBytes: 4 << 20, SyncFor: 100 * time.Millisecond,
-		TCPBytes: 8 << 20, RTTs: 100, Backlog: 2 << 20, BacklogMsg: 16 << 10, R3: os.Getenv("RMQHA_TABLE_R3") != ""}
+		TCPBytes: 8 << 20, RTTs: 100, Backlog: 2 << 20, BacklogMsg: 16 << 10, R3: os.Getenv("RMQHA_TABLE_R3") != "",
+		Recovery: 8 << 20}
 	rows := benchTable(t, sz)
 	var out strings.Builder
 	printTable(&out, rows)
