@@ -245,28 +245,30 @@ type sendWriter struct {
 
 // Write counts before it writes: a client that has its answer finds it counted.
 func (w *sendWriter) Write(resp *remoting.Command) error {
-	if w.done.CompareAndSwap(false, true) {
-		o := w.m.sendObs(resp.Code)
-		o.count.Inc()
-		o.latency.Observe(w.m.now().Sub(w.arrival).Seconds())
-	}
+	w.count(resp)
 	return w.ResponseWriter.Write(resp)
 }
 
-// WriteNoWait is Write without waiting for a congested connection (remoting.NoWaitWriter): it
-// counts only an answer that was queued.
+// WriteNoWait is Write without waiting for a congested connection (remoting.NoWaitWriter). It
+// counts before it writes too, as the answer may reach the client before the write returns
+// (remoting writes a connection's only answer directly). An answer a congested connection does
+// not take now is counted here, once: the send pipeline writes the same answer later.
 func (w *sendWriter) WriteNoWait(resp *remoting.Command) (bool, error) {
 	nw, ok := w.ResponseWriter.(remoting.NoWaitWriter)
 	if !ok {
 		return true, w.Write(resp)
 	}
-	o := w.m.sendObs(resp.Code)
-	queued, err := nw.WriteNoWait(resp)
-	if queued && w.done.CompareAndSwap(false, true) {
+	w.count(resp)
+	return nw.WriteNoWait(resp)
+}
+
+// count counts the send's answer and its latency, once.
+func (w *sendWriter) count(resp *remoting.Command) {
+	if w.done.CompareAndSwap(false, true) {
+		o := w.m.sendObs(resp.Code)
 		o.count.Inc()
 		o.latency.Observe(w.m.now().Sub(w.arrival).Seconds())
 	}
-	return queued, err
 }
 
 // instrumentSend wraps a send's writer (when instrumentation is on).
