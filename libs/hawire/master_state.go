@@ -340,7 +340,7 @@ func (s *MasterState) Wait(endOffset int64, deadline time.Time, logMax int64, no
 	case !deadline.After(now):
 		ch <- ReplTimeout
 	default:
-		s.waiters.add(&waiter{end: endOffset, deadline: deadline, ch: ch})
+		s.waiters.add(endOffset, deadline, ch, nil)
 	}
 	return ch
 }
@@ -360,7 +360,7 @@ func (s *MasterState) WaitFunc(endOffset int64, deadline time.Time, logMax int64
 	case !deadline.After(now):
 		return ReplTimeout, true
 	}
-	s.waiters.add(&waiter{end: endOffset, deadline: deadline, fn: fn})
+	s.waiters.add(endOffset, deadline, nil, fn)
 	return 0, false
 }
 

@@ -65,12 +65,28 @@ type waitQueue struct {
 	head   int
 	byTime deadlineHeap
 	fired  []Completion // completed callback waiters not yet taken
+	// free holds waiters out of both byOff and byTime, for add to reuse:
+	// every SYNC send registers one, and at tens of thousands a second their
+	// allocation was most of what the queue cost.
+	free []*waiter
 }
+
+// maxFree bounds the waiters kept for reuse (a burst of pending waiters
+// beyond it is left to the collector once it drains).
+const maxFree = 4096
 
 func (q *waitQueue) Len() int { return len(q.byTime) }
 
-func (q *waitQueue) add(w *waiter) {
-	w.q = q
+func (q *waitQueue) add(end int64, deadline time.Time, ch chan ReplStatus, fn func(ReplStatus)) {
+	var w *waiter
+	if n := len(q.free); n > 0 {
+		w = q.free[n-1]
+		q.free[n-1] = nil
+		q.free = q.free[:n-1]
+	} else {
+		w = new(waiter)
+	}
+	*w = waiter{end: end, deadline: deadline, ch: ch, fn: fn, q: q}
 	n := len(q.byOff)
 	if n == q.head || q.byOff[n-1].end <= w.end {
 		q.byOff = append(q.byOff, w)
@@ -96,6 +112,7 @@ func (q *waitQueue) completeUpTo(offset int64) int {
 			w.complete(ReplOK)
 			n++
 		}
+		q.recycle(w) // out of byOff and, completed now or expired before, out of byTime
 	}
 	q.compact()
 	return n
@@ -123,10 +140,19 @@ func (q *waitQueue) failAll(s ReplStatus) {
 
 func (q *waitQueue) skipDone() {
 	for q.head < len(q.byOff) && q.byOff[q.head].hidx < 0 {
+		q.recycle(q.byOff[q.head]) // expired: already out of byTime
 		q.byOff[q.head] = nil
 		q.head++
 	}
 	q.compact()
+}
+
+// recycle keeps w, completed and referenced by neither byOff nor byTime, for add.
+func (q *waitQueue) recycle(w *waiter) {
+	if len(q.free) < maxFree {
+		*w = waiter{hidx: -1}
+		q.free = append(q.free, w)
+	}
 }
 
 func (q *waitQueue) compact() {
