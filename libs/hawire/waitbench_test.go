@@ -32,7 +32,9 @@ func BenchmarkWaitAck(b *testing.B) {
 		start := off
 		for k := 0; k < inflight; k++ {
 			off += size
-			if _, ok := s.WaitFunc(off, now.Add(3*time.Second), off, now, fn); ok {
+			// Sends arrive a few µs apart: every deadline differs.
+			at := now.Add(time.Duration(k) * 3 * time.Microsecond)
+			if _, ok := s.WaitFunc(off, at.Add(3*time.Second), off, at, fn); ok {
 				b.Fatal("completed at once")
 			}
 		}

@@ -1,7 +1,6 @@
 package hawire
 
 import (
-	"container/heap"
 	"sort"
 	"time"
 )
@@ -96,7 +95,7 @@ func (q *waitQueue) add(end int64, deadline time.Time, ch chan ReplStatus, fn fu
 		copy(q.byOff[i+1:], q.byOff[i:])
 		q.byOff[i] = w
 	}
-	heap.Push(&q.byTime, w)
+	q.byTime.push(w)
 }
 
 // completeUpTo completes every waiter whose end ≤ offset with ReplOK and
@@ -108,7 +107,7 @@ func (q *waitQueue) completeUpTo(offset int64) int {
 		q.byOff[q.head] = nil
 		q.head++
 		if w.hidx >= 0 {
-			heap.Remove(&q.byTime, w.hidx)
+			q.byTime.remove(w.hidx)
 			w.complete(ReplOK)
 			n++
 		}
@@ -122,7 +121,7 @@ func (q *waitQueue) completeUpTo(offset int64) int {
 func (q *waitQueue) expire(now time.Time) int {
 	n := 0
 	for len(q.byTime) > 0 && !q.byTime[0].deadline.After(now) {
-		w := heap.Pop(&q.byTime).(*waiter)
+		w := q.byTime.remove(0)
 		w.complete(ReplTimeout)
 		n++
 	}
@@ -133,7 +132,7 @@ func (q *waitQueue) expire(now time.Time) int {
 // failAll completes everything with s (used on close).
 func (q *waitQueue) failAll(s ReplStatus) {
 	for len(q.byTime) > 0 {
-		heap.Pop(&q.byTime).(*waiter).complete(s)
+		q.byTime.remove(0).complete(s)
 	}
 	q.byOff, q.head = nil, 0
 }
@@ -173,24 +172,70 @@ func (q *waitQueue) nextDeadline() (time.Time, bool) {
 	return q.byTime[0].deadline, true
 }
 
+// deadlineHeap is a min-heap of pending waiters by deadline, each waiter
+// holding its index (hidx, -1 once out). Its operations are written out
+// rather than behind container/heap's interface: an ack removes every waiter
+// it completes, and the interface calls (Less, Swap) were most of that.
 type deadlineHeap []*waiter
 
-func (h deadlineHeap) Len() int           { return len(h) }
-func (h deadlineHeap) Less(i, j int) bool { return h[i].deadline.Before(h[j].deadline) }
-func (h deadlineHeap) Swap(i, j int) {
-	h[i], h[j] = h[j], h[i]
-	h[i].hidx, h[j].hidx = i, j
-}
-func (h *deadlineHeap) Push(x any) {
-	w := x.(*waiter)
-	w.hidx = len(*h)
+func (h *deadlineHeap) push(w *waiter) {
 	*h = append(*h, w)
+	h.up(len(*h)-1, w)
 }
-func (h *deadlineHeap) Pop() any {
+
+// remove takes the waiter at index i out of the heap and returns it.
+func (h *deadlineHeap) remove(i int) *waiter {
 	old := *h
-	w := old[len(old)-1]
-	old[len(old)-1] = nil
-	*h = old[:len(old)-1]
+	n := len(old) - 1
+	w := old[i]
+	last := old[n]
+	old[n] = nil
+	*h = old[:n]
+	if i != n {
+		if !h.down(i, last) {
+			h.up(i, last)
+		}
+	}
 	w.hidx = -1
 	return w
+}
+
+// up places w, which belongs at index j or above, moving larger parents down.
+func (h deadlineHeap) up(j int, w *waiter) {
+	for j > 0 {
+		i := (j - 1) / 2
+		if !w.deadline.Before(h[i].deadline) {
+			break
+		}
+		h[j] = h[i]
+		h[j].hidx = j
+		j = i
+	}
+	h[j] = w
+	w.hidx = j
+}
+
+// down places w, which belongs at index i0 or below, moving smaller children
+// up; it reports whether w went below i0.
+func (h deadlineHeap) down(i0 int, w *waiter) bool {
+	n := len(h)
+	i := i0
+	for {
+		j := 2*i + 1
+		if j >= n {
+			break
+		}
+		if j2 := j + 1; j2 < n && h[j2].deadline.Before(h[j].deadline) {
+			j = j2
+		}
+		if !h[j].deadline.Before(w.deadline) {
+			break
+		}
+		h[i] = h[j]
+		h[i].hidx = i
+		i = j
+	}
+	h[i] = w
+	w.hidx = i
+	return i > i0
 }
