@@ -101,20 +101,41 @@ func (q *waitQueue) add(end int64, deadline time.Time, ch chan ReplStatus, fn fu
 // completeUpTo completes every waiter whose end ≤ offset with ReplOK and
 // returns how many it completed.
 func (q *waitQueue) completeUpTo(offset int64) int {
-	n := 0
-	for q.head < len(q.byOff) && q.byOff[q.head].end <= offset {
-		w := q.byOff[q.head]
-		q.byOff[q.head] = nil
-		q.head++
-		if w.hidx >= 0 {
-			q.byTime.remove(w.hidx)
-			w.complete(ReplOK)
-			n++
-		}
-		q.recycle(w) // out of byOff and, completed now or expired before, out of byTime
+	stop := q.head
+	for stop < len(q.byOff) && q.byOff[stop].end <= offset {
+		stop++
 	}
+	done := q.byOff[q.head:stop]
+	// An ack usually covers most pending waiters, the earliest deadlines
+	// first: removing them one by one sifts the heap once each, while
+	// dropping them in one pass and rebuilding what is left walks it once.
+	pending := 0
+	for _, w := range done {
+		if w.hidx >= 0 {
+			pending++
+		}
+	}
+	bulk := pending >= 8 && 4*pending >= len(q.byTime)
+	for _, w := range done {
+		if w.hidx >= 0 {
+			if !bulk {
+				q.byTime.remove(w.hidx)
+			}
+			w.complete(ReplOK)
+		}
+	}
+	if bulk {
+		// Every pending waiter with end ≤ offset is in done (byOff is
+		// sorted by end from head), so this drops exactly those.
+		q.byTime.dropUpTo(offset)
+	}
+	for i, w := range done {
+		q.recycle(w) // out of byOff and, completed now or expired before, out of byTime
+		done[i] = nil
+	}
+	q.head = stop
 	q.compact()
-	return n
+	return pending
 }
 
 // expire completes every waiter whose deadline is ≤ now with ReplTimeout.
@@ -198,6 +219,27 @@ func (h *deadlineHeap) remove(i int) *waiter {
 	}
 	w.hidx = -1
 	return w
+}
+
+// dropUpTo takes every waiter whose end ≤ offset out of the heap and
+// rebuilds it from the others.
+func (h *deadlineHeap) dropUpTo(offset int64) {
+	old := *h
+	n := 0
+	for _, w := range old {
+		if w.end <= offset {
+			w.hidx = -1
+			continue
+		}
+		old[n] = w
+		w.hidx = n
+		n++
+	}
+	clear(old[n:])
+	*h = old[:n]
+	for i := n/2 - 1; i >= 0; i-- {
+		h.down(i, old[i])
+	}
 }
 
 // up places w, which belongs at index j or above, moving larger parents down.
