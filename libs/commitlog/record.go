@@ -347,7 +347,12 @@ type recordMeta struct {
 }
 
 // parseMeta walks the length fields of a record (no CRC check); b must hold
-// the whole record.
+// the whole record. It runs once per record on every path that walks stored
+// bytes (the HA sender's read, the slave's append, dispatch, recovery), so it
+// reads the fields at their computed positions with one bounds check per
+// variable-length part instead of going through the sticky-error decoder; it
+// returns what parseMetaDecoder (codec_test.go) returns, error for error,
+// which TestParseMetaMatchesDecoder and FuzzDecodeRecord check.
 func parseMeta(b []byte) (recordMeta, error) {
 	var m recordMeta
 	if len(b) < 8 {
@@ -371,54 +376,88 @@ func parseMeta(b []byte) (recordMeta, error) {
 	if int(total) > len(b) {
 		return m, ErrIncomplete
 	}
-	d := decoder{b: b[:total]}
-	m.size = int32(d.u32())
-	d.u32() // magic
-	m.bodyCRC = int32(d.u32())
-	m.queueID = int32(d.u32())
-	d.u32() // flag
-	m.queueOffset = int64(d.u64())
-	m.physOffset = int64(d.u64())
-	m.sysFlag = int32(d.u32())
-	d.u64()
+	r := b[:total]
+	n := len(r)
+	// total ≥ minRecordSize covers every fixed field up to the born host.
+	m.size = total
+	m.bodyCRC = int32(binary.BigEndian.Uint32(r[8:]))
+	m.queueID = int32(binary.BigEndian.Uint32(r[12:]))
+	m.queueOffset = int64(binary.BigEndian.Uint64(r[20:]))
+	m.physOffset = int64(binary.BigEndian.Uint64(r[28:]))
+	m.sysFlag = int32(binary.BigEndian.Uint32(r[36:]))
+	pos := 48 // after the born timestamp
 	if m.sysFlag&SysFlagBornHostV6 != 0 {
-		d.bytes(20)
+		pos += 20
 	} else {
-		d.bytes(8)
+		pos += 8
 	}
-	m.storeTimestamp = int64(d.u64())
+	if n-pos < 8 {
+		return m, overrun(pos)
+	}
+	m.storeTimestamp = int64(binary.BigEndian.Uint64(r[pos:]))
+	pos += 8
+	storeHost := 8
 	if m.sysFlag&SysFlagStoreHostV6 != 0 {
-		d.bytes(20)
-	} else {
-		d.bytes(8)
+		storeHost = 20
 	}
-	d.u32()
-	d.u64()
-	bodyLen := int32(d.u32())
-	if d.err == nil && bodyLen < 0 {
-		return m, corrupt(int64(d.pos), "negative body length")
+	// The store host, reconsume times, prepared offset and body length, each
+	// checked where it starts so that an overrun names the same position.
+	for _, k := range [...]int{storeHost, 4, 8, 4} {
+		if n-pos < k {
+			return m, overrun(pos)
+		}
+		pos += k
 	}
-	m.body = d.bytes(int(bodyLen))
+	bodyLen := int32(binary.BigEndian.Uint32(r[pos-4:]))
+	if bodyLen < 0 {
+		return m, corrupt(int64(pos), "negative body length")
+	}
+	if n-pos < int(bodyLen) {
+		return m, overrun(pos)
+	}
+	m.body = r[pos : pos+int(bodyLen)]
+	pos += int(bodyLen)
 	var topicLen int
 	if magic == MagicV2 {
-		topicLen = int(d.u16())
+		if n-pos < 2 {
+			return m, overrun(pos)
+		}
+		topicLen = int(binary.BigEndian.Uint16(r[pos:]))
+		pos += 2
 	} else {
-		topicLen = int(d.u8())
+		if n-pos < 1 {
+			return m, overrun(pos)
+		}
+		topicLen = int(r[pos])
+		pos++
 	}
-	m.topic = d.bytes(topicLen)
-	propLen := int16(d.u16())
-	if d.err == nil && propLen < 0 {
-		return m, corrupt(int64(d.pos), "negative properties length")
+	if n-pos < topicLen {
+		return m, overrun(pos)
 	}
-	m.props = d.bytes(int(propLen))
-	if d.err != nil {
-		return m, d.err
+	m.topic = r[pos : pos+topicLen]
+	pos += topicLen
+	if n-pos < 2 {
+		return m, overrun(pos)
 	}
-	if d.pos != int(total) {
-		return m, corrupt(0, "fields end at %d but record size is %d", d.pos, total)
+	propLen := int16(binary.BigEndian.Uint16(r[pos:]))
+	pos += 2
+	if propLen < 0 {
+		return m, corrupt(int64(pos), "negative properties length")
+	}
+	if n-pos < int(propLen) {
+		return m, overrun(pos)
+	}
+	m.props = r[pos : pos+int(propLen)]
+	pos += int(propLen)
+	if pos != n {
+		return m, corrupt(0, "fields end at %d but record size is %d", pos, total)
 	}
 	return m, nil
 }
+
+// overrun is the decoder's error for a field that starts at pos and does not
+// fit in the record.
+func overrun(pos int) error { return corrupt(int64(pos), "field overruns record") }
 
 func be32(b []byte) uint32 { return binary.BigEndian.Uint32(b) }
 func be64(b []byte) uint64 { return binary.BigEndian.Uint64(b) }

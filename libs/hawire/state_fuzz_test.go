@@ -1,6 +1,7 @@
 package hawire
 
 import (
+	"slices"
 	"testing"
 	"time"
 )
@@ -79,14 +80,22 @@ func FuzzMasterState(f *testing.F) {
 				s.Disconnect(id)
 				delete(lastAck, id)
 			}
+			nStreaming := 0
 			for pid, p := range s.peers {
 				if p.phase != phaseStreaming {
 					continue
+				}
+				nStreaming++
+				if !slices.Contains(s.streaming, p) {
+					t.Fatalf("streaming peer %d missing from the streaming list", pid)
 				}
 				if p.ackWritten > max(logMax, lastAck[pid]) || p.ackWritten < lastAck[pid] {
 					t.Fatalf("peer %d ack %d (before %d, max %d)", pid, p.ackWritten, lastAck[pid], logMax)
 				}
 				lastAck[pid] = p.ackWritten
+			}
+			if len(s.streaming) != nStreaming {
+				t.Fatalf("streaming list holds %d peers, %d are streaming", len(s.streaming), nStreaming)
 			}
 			_ = s.Status(logMin, logMax, now)
 		}

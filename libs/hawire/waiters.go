@@ -1,7 +1,6 @@
 package hawire
 
 import (
-	"container/heap"
 	"sort"
 	"time"
 )
@@ -65,12 +64,28 @@ type waitQueue struct {
 	head   int
 	byTime deadlineHeap
 	fired  []Completion // completed callback waiters not yet taken
+	// free holds waiters out of both byOff and byTime, for add to reuse:
+	// every SYNC send registers one, and at tens of thousands a second their
+	// allocation was most of what the queue cost.
+	free []*waiter
 }
+
+// maxFree bounds the waiters kept for reuse (a burst of pending waiters
+// beyond it is left to the collector once it drains).
+const maxFree = 4096
 
 func (q *waitQueue) Len() int { return len(q.byTime) }
 
-func (q *waitQueue) add(w *waiter) {
-	w.q = q
+func (q *waitQueue) add(end int64, deadline time.Time, ch chan ReplStatus, fn func(ReplStatus)) {
+	var w *waiter
+	if n := len(q.free); n > 0 {
+		w = q.free[n-1]
+		q.free[n-1] = nil
+		q.free = q.free[:n-1]
+	} else {
+		w = new(waiter)
+	}
+	*w = waiter{end: end, deadline: deadline, ch: ch, fn: fn, q: q}
 	n := len(q.byOff)
 	if n == q.head || q.byOff[n-1].end <= w.end {
 		q.byOff = append(q.byOff, w)
@@ -80,32 +95,54 @@ func (q *waitQueue) add(w *waiter) {
 		copy(q.byOff[i+1:], q.byOff[i:])
 		q.byOff[i] = w
 	}
-	heap.Push(&q.byTime, w)
+	q.byTime.push(w)
 }
 
 // completeUpTo completes every waiter whose end ≤ offset with ReplOK and
 // returns how many it completed.
 func (q *waitQueue) completeUpTo(offset int64) int {
-	n := 0
-	for q.head < len(q.byOff) && q.byOff[q.head].end <= offset {
-		w := q.byOff[q.head]
-		q.byOff[q.head] = nil
-		q.head++
+	stop := q.head
+	for stop < len(q.byOff) && q.byOff[stop].end <= offset {
+		stop++
+	}
+	done := q.byOff[q.head:stop]
+	// An ack usually covers most pending waiters, the earliest deadlines
+	// first: removing them one by one sifts the heap once each, while
+	// dropping them in one pass and rebuilding what is left walks it once.
+	pending := 0
+	for _, w := range done {
 		if w.hidx >= 0 {
-			heap.Remove(&q.byTime, w.hidx)
-			w.complete(ReplOK)
-			n++
+			pending++
 		}
 	}
+	bulk := pending >= 8 && 4*pending >= len(q.byTime)
+	for _, w := range done {
+		if w.hidx >= 0 {
+			if !bulk {
+				q.byTime.remove(w.hidx)
+			}
+			w.complete(ReplOK)
+		}
+	}
+	if bulk {
+		// Every pending waiter with end ≤ offset is in done (byOff is
+		// sorted by end from head), so this drops exactly those.
+		q.byTime.dropUpTo(offset)
+	}
+	for i, w := range done {
+		q.recycle(w) // out of byOff and, completed now or expired before, out of byTime
+		done[i] = nil
+	}
+	q.head = stop
 	q.compact()
-	return n
+	return pending
 }
 
 // expire completes every waiter whose deadline is ≤ now with ReplTimeout.
 func (q *waitQueue) expire(now time.Time) int {
 	n := 0
 	for len(q.byTime) > 0 && !q.byTime[0].deadline.After(now) {
-		w := heap.Pop(&q.byTime).(*waiter)
+		w := q.byTime.remove(0)
 		w.complete(ReplTimeout)
 		n++
 	}
@@ -116,17 +153,26 @@ func (q *waitQueue) expire(now time.Time) int {
 // failAll completes everything with s (used on close).
 func (q *waitQueue) failAll(s ReplStatus) {
 	for len(q.byTime) > 0 {
-		heap.Pop(&q.byTime).(*waiter).complete(s)
+		q.byTime.remove(0).complete(s)
 	}
 	q.byOff, q.head = nil, 0
 }
 
 func (q *waitQueue) skipDone() {
 	for q.head < len(q.byOff) && q.byOff[q.head].hidx < 0 {
+		q.recycle(q.byOff[q.head]) // expired: already out of byTime
 		q.byOff[q.head] = nil
 		q.head++
 	}
 	q.compact()
+}
+
+// recycle keeps w, completed and referenced by neither byOff nor byTime, for add.
+func (q *waitQueue) recycle(w *waiter) {
+	if len(q.free) < maxFree {
+		*w = waiter{hidx: -1}
+		q.free = append(q.free, w)
+	}
 }
 
 func (q *waitQueue) compact() {
@@ -147,24 +193,91 @@ func (q *waitQueue) nextDeadline() (time.Time, bool) {
 	return q.byTime[0].deadline, true
 }
 
+// deadlineHeap is a min-heap of pending waiters by deadline, each waiter
+// holding its index (hidx, -1 once out). Its operations are written out
+// rather than behind container/heap's interface: an ack removes every waiter
+// it completes, and the interface calls (Less, Swap) were most of that.
 type deadlineHeap []*waiter
 
-func (h deadlineHeap) Len() int           { return len(h) }
-func (h deadlineHeap) Less(i, j int) bool { return h[i].deadline.Before(h[j].deadline) }
-func (h deadlineHeap) Swap(i, j int) {
-	h[i], h[j] = h[j], h[i]
-	h[i].hidx, h[j].hidx = i, j
-}
-func (h *deadlineHeap) Push(x any) {
-	w := x.(*waiter)
-	w.hidx = len(*h)
+func (h *deadlineHeap) push(w *waiter) {
 	*h = append(*h, w)
+	h.up(len(*h)-1, w)
 }
-func (h *deadlineHeap) Pop() any {
+
+// remove takes the waiter at index i out of the heap and returns it.
+func (h *deadlineHeap) remove(i int) *waiter {
 	old := *h
-	w := old[len(old)-1]
-	old[len(old)-1] = nil
-	*h = old[:len(old)-1]
+	n := len(old) - 1
+	w := old[i]
+	last := old[n]
+	old[n] = nil
+	*h = old[:n]
+	if i != n {
+		if !h.down(i, last) {
+			h.up(i, last)
+		}
+	}
 	w.hidx = -1
 	return w
+}
+
+// dropUpTo takes every waiter whose end ≤ offset out of the heap and
+// rebuilds it from the others.
+func (h *deadlineHeap) dropUpTo(offset int64) {
+	old := *h
+	n := 0
+	for _, w := range old {
+		if w.end <= offset {
+			w.hidx = -1
+			continue
+		}
+		old[n] = w
+		w.hidx = n
+		n++
+	}
+	clear(old[n:])
+	*h = old[:n]
+	for i := n/2 - 1; i >= 0; i-- {
+		h.down(i, old[i])
+	}
+}
+
+// up places w, which belongs at index j or above, moving larger parents down.
+func (h deadlineHeap) up(j int, w *waiter) {
+	for j > 0 {
+		i := (j - 1) / 2
+		if !w.deadline.Before(h[i].deadline) {
+			break
+		}
+		h[j] = h[i]
+		h[j].hidx = j
+		j = i
+	}
+	h[j] = w
+	w.hidx = j
+}
+
+// down places w, which belongs at index i0 or below, moving smaller children
+// up; it reports whether w went below i0.
+func (h deadlineHeap) down(i0 int, w *waiter) bool {
+	n := len(h)
+	i := i0
+	for {
+		j := 2*i + 1
+		if j >= n {
+			break
+		}
+		if j2 := j + 1; j2 < n && h[j2].deadline.Before(h[j].deadline) {
+			j = j2
+		}
+		if !h[j].deadline.Before(w.deadline) {
+			break
+		}
+		h[i] = h[j]
+		h[i].hidx = i
+		i = j
+	}
+	h[i] = w
+	w.hidx = i
+	return i > i0
 }

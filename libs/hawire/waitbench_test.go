@@ -1,0 +1,53 @@
+package hawire
+
+import (
+	"testing"
+	"time"
+)
+
+// BenchmarkWaitAck: the master state's work per SYNC send at 64 in flight: 64
+// WaitFunc registrations, then one Ack that completes them all (TakeCompleted
+// and the callbacks included), reported per message.
+func BenchmarkWaitAck(b *testing.B) {
+	cfg := DefaultMasterConfig()
+	cfg.InSyncReplicas = 2
+	h, err := NewEpochHistory(nil)
+	if err != nil {
+		b.Fatal(err)
+	}
+	s := NewMasterState(cfg, 1000, h)
+	s.Connect(1, "x", [NonceLen]byte{}, t0)
+	if _, _, ef := s.Handshake(1, handshakeFor("", Hello{}, 0, 0, 0, 0), 0, 0, t0); ef != nil {
+		b.Fatal(ef.Message)
+	}
+	const inflight, size = 64, 1100
+	var done []Completion
+	var got int
+	fn := func(ReplStatus) { got++ }
+	now := t0
+	off := int64(0)
+	b.ResetTimer()
+	for i := 0; i < b.N; i += inflight {
+		now = now.Add(time.Millisecond)
+		start := off
+		for k := 0; k < inflight; k++ {
+			off += size
+			// Sends arrive a few µs apart: every deadline differs.
+			at := now.Add(time.Duration(k) * 3 * time.Microsecond)
+			if _, ok := s.WaitFunc(off, at.Add(3*time.Second), off, at, fn); ok {
+				b.Fatal("completed at once")
+			}
+		}
+		if err := s.Sent(1, start, int(off-start), now); err != nil {
+			b.Fatal(err)
+		}
+		if err := s.Ack(1, Ack{Written: off, Flushed: off}, off, now); err != nil {
+			b.Fatal(err)
+		}
+		done = s.TakeCompleted(done[:0])
+		fire(done)
+	}
+	if got < b.N {
+		b.Fatalf("%d of %d completed", got, b.N)
+	}
+}
