@@ -1,0 +1,136 @@
+package commitlog
+
+import (
+	"fmt"
+	"runtime"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/rmqha/rmqha/libs/commitlog/vfs"
+	"github.com/stretchr/testify/require"
+)
+
+// rawBatchFeed produces batches of replicated records, as an HA master sends them: 1 KiB
+// bodies spread over 8 queues of one topic, a UNIQ_KEY each, BLANK padding at a segment end.
+// It encodes one template batch and patches each record's queue and physical offsets, so
+// that the benchmark times the store, not the encoder.
+type rawBatchFeed struct {
+	tmpl   []byte
+	starts []int // record offsets in tmpl
+	qoff   [8]int64
+	buf    []byte
+	segSz  int64
+}
+
+func newRawBatchFeed(batch int, segSize int64) *rawBatchFeed {
+	f := &rawBatchFeed{segSz: segSize}
+	body := make([]byte, 1024)
+	for i := 0; i < batch; i++ {
+		f.starts = append(f.starts, len(f.tmpl))
+		m := msg("PerfTopic", int32(i%8), string(body), "")
+		m.Properties = fmt.Sprintf("UNIQ_KEY\x01AC11000100002A9F00000000%08X\x02WAIT\x01true\x02", i)
+		f.tmpl = AppendRecord(f.tmpl, &Record{BodyCRC: BodyCRC(m.Body), QueueID: m.QueueID, BornHost: m.BornHost,
+			BornTimestamp: m.BornTimestamp, StoreTimestamp: m.BornTimestamp, Body: m.Body, Topic: m.Topic, Properties: m.Properties})
+	}
+	return f
+}
+
+// next returns the bytes that go at pos and how many messages they hold.
+func (f *rawBatchFeed) next(pos int64) ([]byte, int) {
+	segEnd := (pos/f.segSz + 1) * f.segSz
+	if pos+int64(len(f.tmpl))+BlankMinLength > segEnd {
+		f.buf = AppendBlank(f.buf[:0], int(segEnd-pos))
+		return f.buf, 0
+	}
+	f.buf = append(f.buf[:0], f.tmpl...)
+	for i, st := range f.starts {
+		q := i % 8
+		be := f.buf[st:]
+		putBE64(be[20:], uint64(f.qoff[q]))
+		putBE64(be[28:], uint64(pos+int64(st)))
+		f.qoff[q]++
+	}
+	return f.buf, len(f.starts)
+}
+
+func putBE64(b []byte, v uint64) {
+	for i := 0; i < 8; i++ {
+		b[i] = byte(v >> (56 - 8*i))
+	}
+}
+
+// BenchmarkDispatch measures a slave's per-message cost of taking replicated batches of 32
+// records: AppendRawVerified then DispatchRaw from memory (replica), and AppendRaw then the
+// dispatcher reading the records back from the file as it does on a master (readback), with
+// and without the message index. Each reports ns, process CPU ns (user and system: the disk's
+// write-back pace, which ns/op follows on a slow disk, does not count) and allocations per
+// message, and its CPU time against the same run's AppendRawVerified alone (x_append_only).
+func BenchmarkDispatch(b *testing.B) {
+	for _, index := range []bool{false, true} {
+		for _, mode := range []string{"replica", "readback"} {
+			b.Run(fmt.Sprintf("%s/index=%v", mode, index), func(b *testing.B) {
+				base := dispatchBench(b, "append", index, 100000)
+				b.ResetTimer()
+				per := dispatchBench(b, mode, index, b.N)
+				b.StopTimer()
+				b.ReportMetric(per, "cpu_ns/msg")
+				b.ReportMetric(per/base, "x_append_only")
+			})
+		}
+	}
+}
+
+// dispatchBench takes n messages in mode and returns the process CPU nanoseconds per message;
+// outside "append" it also reports allocations per message.
+func dispatchBench(b *testing.B, mode string, index bool, n int) float64 {
+	cfg := DefaultConfig()
+	cfg.Dir = b.TempDir()
+	cfg.FS = vfs.Default
+	cfg.SegmentSize = 64 << 20
+	cfg.MessageIndexEnable = index
+	s, err := Open(cfg)
+	require.NoError(b, err)
+	defer s.Close()
+	f := newRawBatchFeed(32, cfg.SegmentSize)
+	var ms0, ms1 runtime.MemStats
+	runtime.ReadMemStats(&ms0)
+	cpu0 := procCPUTime()
+	for done := 0; done < n; {
+		pos := s.MaxOffset()
+		data, k := f.next(pos)
+		switch mode {
+		case "append":
+			err = s.AppendRawVerified(pos, data)
+		case "replica":
+			err = s.AppendRawVerified(pos, data)
+			s.DispatchRaw(pos, data)
+		case "readback":
+			if err = s.AppendRaw(pos, data); err == nil {
+				err = s.dispatchAvailable()
+			}
+		}
+		if err != nil {
+			b.Fatal(err)
+		}
+		done += k
+	}
+	if mode != "append" {
+		require.NoError(b, s.WaitDispatched(s.MaxOffset(), time.Now().Add(time.Minute)))
+	}
+	cpu := procCPUTime() - cpu0
+	runtime.ReadMemStats(&ms1)
+	if mode != "append" {
+		b.ReportMetric(float64(ms1.Mallocs-ms0.Mallocs)/float64(n), "allocs/msg")
+	}
+	return float64(cpu.Nanoseconds()) / float64(n)
+}
+
+// procCPUTime is the user and system CPU time of this process so far.
+func procCPUTime() time.Duration {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		return 0
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
