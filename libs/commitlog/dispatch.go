@@ -148,16 +148,21 @@ func (s *Store) dispatchBytes(d int64, buf []byte) (int, error) {
 			_ = s.idx.indexRecord(&m, d+int64(p)) // a failure stops the index, not the log
 		}
 		if isDispatchable(m.sysFlag) {
-			cq := s.getOrCreateCQ(m.topic, m.queueID)
+			var cq *consumeQueue
 			i := -1
-			// Most batches touch few queues: a linear scan beats a map.
+			// Most batches touch few queues: a linear scan beats a map, and it finds the
+			// queue of a record whose queue the pass has seen without the queues' lock.
 			if len(pend) <= 8 {
 				for j := range pend {
-					if pend[j].cq == cq {
-						i = j
+					if c := pend[j].cq; c.qid == m.queueID && c.topic == string(m.topic) {
+						i, cq = j, c
 					}
 				}
+				if cq == nil {
+					cq = s.getOrCreateCQ(m.topic, m.queueID)
+				}
 			} else {
+				cq = s.getOrCreateCQ(m.topic, m.queueID)
 				if !byCQ {
 					if s.dbyCQ == nil {
 						s.dbyCQ = make(map[*consumeQueue]int, len(pend))
