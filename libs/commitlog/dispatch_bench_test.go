@@ -163,3 +163,30 @@ func procCPUTime() time.Duration {
 	}
 	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
+
+// BenchmarkParseMeta measures parseMeta on a 1 KiB V1 record against the same run's
+// parseMetaDecoder (x_decoder).
+func BenchmarkParseMeta(b *testing.B) {
+	f := newRawBatchFeed(1, 64<<20)
+	rec, _ := f.next(0)
+	var sink int64
+	const n = 1 << 20
+	start := time.Now()
+	for i := 0; i < n; i++ {
+		m, _ := parseMetaDecoder(rec)
+		sink += m.queueOffset
+	}
+	base := time.Since(start).Seconds() / n
+	b.ResetTimer()
+	start = time.Now()
+	for i := 0; i < b.N; i++ {
+		m, _ := parseMeta(rec)
+		sink += m.queueOffset
+	}
+	per := time.Since(start).Seconds() / float64(b.N)
+	b.StopTimer()
+	b.ReportMetric(per/base, "x_decoder")
+	if sink < 0 {
+		b.Fatal(sink)
+	}
+}
