@@ -284,3 +284,34 @@ func TestParseMetaV1Fields(t *testing.T) {
 		require.Zero(t, testing.AllocsPerRun(100, func() { _, _ = parseMeta(b) }))
 	}
 }
+
+// FuzzLookupProperty checks that the name search finds what splitting every pair finds, for
+// any properties bytes and names with or without separators.
+func FuzzLookupProperty(f *testing.F) {
+	f.Add([]byte("TAGS\x01TagA\x02KEYS\x01k1 k2\x02"), "KEYS")
+	f.Add([]byte("XKEYS\x01a\x02KEYS\x01\x02A\x01KEYS\x01b\x02KEYS\x01c"), "KEYS")
+	f.Add([]byte("\x01KEYS\x01v\x02KEYS"), "KEYS")
+	f.Add([]byte("K\x01\x01v\x02"), "K\x01")
+	f.Add([]byte("UNIQ_KEY\x01AC1100\x02"), "UNIQ_KEY")
+	f.Fuzz(func(t *testing.T, props []byte, name string) {
+		v, ok := lookupPropertyBytes(props, name)
+		v2, ok2 := lookupPropertySplit(props, name)
+		if ok != ok2 || !bytes.Equal(v, v2) {
+			t.Fatalf("search %q %v, split %q %v", v, ok, v2, ok2)
+		}
+	})
+}
+
+func TestLookupPropertyNoAlloc(t *testing.T) {
+	props := []byte("UNIQ_KEY\x01AC11000100002A9F0000000000000001\x02WAIT\x01true\x02TAGS\x01TagA\x02")
+	long, longer := strings.Repeat("N", 32), strings.Repeat("N", 40)
+	require.Zero(t, testing.AllocsPerRun(100, func() {
+		_, _ = lookupPropertyBytes(props, "KEYS")
+		_, _ = lookupPropertyBytes(props, "TAGS")
+		_, _ = lookupPropertyBytes(props, long)
+		_, _ = lookupPropertyBytes(props, longer)
+	}))
+	v, ok := lookupPropertyBytes(props, "TAGS")
+	require.True(t, ok)
+	require.Equal(t, "TagA", string(v))
+}
