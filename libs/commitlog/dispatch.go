@@ -116,6 +116,7 @@ func (s *Store) dispatchBytes(d int64, buf []byte) (int, error) {
 	// The runs and the map are the Store's, reused from pass to pass (dispatchMu is held):
 	// a pass allocated about one object every two records for them.
 	pend := s.dpend[:0]
+	byCQ := false // whether s.dbyCQ indexes pend
 	defer func() {
 		for i := range pend {
 			pend[i].cq = nil // no queue is kept alive by the scratch slices
@@ -126,11 +127,10 @@ func (s *Store) dispatchBytes(d int64, buf []byte) (int, error) {
 		if cap(pend) <= maxKeptPending {
 			s.dpend = pend[:0]
 		}
-		if s.dbyCQ != nil {
-			clear(s.dbyCQ)
+		if byCQ {
+			clear(s.dbyCQ) // only a pass over many queues filled it
 		}
 	}()
-	byCQ := false // whether s.dbyCQ indexes pend
 	p := 0
 	for p < len(buf) {
 		m, err := parseMeta(buf[p:])

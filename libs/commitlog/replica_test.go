@@ -291,3 +291,45 @@ func TestNoteQueueOffsetMatchesEveryRecord(t *testing.T) {
 	}
 	require.Len(t, names.names, recentTopics, "names keeps a bounded number of topics")
 }
+
+// A dispatch pass over more queues than its linear scan covers indexes its runs in a map;
+// the scratch runs and map are reused by later passes, over many queues or few, and every
+// queue gets its own records in order.
+func TestDispatchReusesScratchAcrossPasses(t *testing.T) {
+	s := openStore(t, testConfig(vfs.NewMem()))
+	defer s.Close()
+	want := map[int32][]string{}
+	for round := 0; round < 4; round++ {
+		queues := int32(20)
+		if round%2 == 1 {
+			queues = 3 // few queues: the linear scan, after a pass that used the map
+		}
+		var ms []*Message
+		for i := 0; i < 2; i++ {
+			for q := int32(0); q < queues; q++ {
+				body := fmt.Sprintf("r%d-q%d-%d", round, q, i)
+				ms = append(ms, msg("T", q, body, "tag"))
+				want[q] = append(want[q], body)
+			}
+		}
+		s.dispatchMu.Lock() // the pass below takes every record at once
+		for _, m := range ms {
+			mustAppend(t, s, m)
+		}
+		require.NoError(t, s.dispatchLocked())
+		s.dispatchMu.Unlock()
+		require.Equal(t, s.MaxOffset(), s.DispatchedOffset())
+	}
+	for q, bodies := range want {
+		res := s.GetMessages("T", q, 0, 100, 1<<20, nil)
+		got := make([]string, 0, len(res.Records))
+		for _, r := range res.Records {
+			got = append(got, bodyOf(t, r))
+		}
+		require.Equal(t, bodies, got, "queue %d", q)
+	}
+	require.Len(t, s.dbyCQ, 0, "the map is left empty for the next pass")
+	for _, p := range s.dpend[:cap(s.dpend)] {
+		require.Nil(t, p.cq, "no queue is held by the scratch runs")
+	}
+}
