@@ -262,15 +262,46 @@ type queueUpdate struct {
 const recentQueues = 16
 
 // noteQueueOffset records that topic's queue goes on at next, updating the entry among the
-// last recentQueues that names it (comparing topic bytes, no string made) or adding one.
-func noteQueueOffset(upd []queueUpdate, topic []byte, queue int32, next int64) []queueUpdate {
+// last recentQueues that names it (comparing topic bytes, no string made) or adding one whose
+// topic string comes from names (nil: a new string).
+func noteQueueOffset(upd []queueUpdate, names *topicNames, topic []byte, queue int32, next int64) []queueUpdate {
 	for i := len(upd) - 1; i >= 0 && i >= len(upd)-recentQueues; i-- {
 		if upd[i].k.qid == queue && upd[i].k.topic == string(topic) {
 			upd[i].q = next
 			return upd
 		}
 	}
-	return append(upd, queueUpdate{qkey{string(topic), queue}, next})
+	return append(upd, queueUpdate{qkey{names.get(topic), queue}, next})
+}
+
+// recentTopics is how many topic strings topicNames keeps.
+const recentTopics = 8
+
+// topicNames hands out the topic strings of raw appends: a replicated batch names the same
+// few topics as the one before, so keeping the last few strings spares a string per queue and
+// batch.
+type topicNames struct {
+	names []string
+	next  int // the entry replaced when names is full
+}
+
+func (t *topicNames) get(topic []byte) string {
+	if t == nil {
+		return string(topic)
+	}
+	for _, n := range t.names {
+		if n == string(topic) {
+			return n
+		}
+	}
+	n := string(topic)
+	if len(t.names) < recentTopics {
+		t.names = append(t.names, n)
+	} else {
+		t.names[t.next] = n
+		t.next = (t.next + 1) % recentTopics
+	}
+	return n
 }
 
 // appendPosLocked is where the next record goes: after the file's bytes, the
@@ -505,7 +536,7 @@ func (s *Store) appendRaw(offset int64, data []byte, crc bool) error {
 			return err
 		}
 		if !m.blank && isDispatchable(m.sysFlag) {
-			upd = noteQueueOffset(upd, m.topic, m.queueID, m.queueOffset+1)
+			upd = noteQueueOffset(upd, &s.rawTopics, m.topic, m.queueID, m.queueOffset+1)
 		}
 		p += n
 	}

@@ -7,6 +7,8 @@ import (
 	"reflect"
 	"strings"
 	"testing"
+
+	"github.com/stretchr/testify/require"
 )
 
 func sampleRecord() *Record {
@@ -233,4 +235,83 @@ func FuzzDecodeRecord(f *testing.F) {
 			t.Fatal("re-decode differs")
 		}
 	})
+}
+
+// FuzzParseMeta checks that parseMeta's fixed-offset reading of V1 records says exactly what
+// the decoder says, for every input: the same fields, or an error from both.
+func FuzzParseMeta(f *testing.F) {
+	f.Add(AppendRecord(nil, sampleRecord()))
+	r := sampleRecord()
+	r.BornHost = netip.MustParseAddrPort("[::1]:1")
+	f.Add(AppendRecord(nil, r))
+	r.StoreHost = netip.MustParseAddrPort("[::2]:2")
+	f.Add(AppendRecord(nil, r))
+	r.Body, r.Topic, r.Properties = nil, "", ""
+	f.Add(AppendRecord(nil, r))
+	f.Add(AppendBlank(nil, 16))
+	f.Fuzz(func(t *testing.T, b []byte) {
+		m, err := parseMeta(b)
+		m2, err2 := parseMetaDecoder(b)
+		if (err == nil) != (err2 == nil) || err != nil && err.Error() != err2.Error() {
+			t.Fatalf("parseMeta %v, decoder %v", err, err2)
+		}
+		if !reflect.DeepEqual(m, m2) {
+			t.Fatalf("parseMeta %+v, decoder %+v", m, m2)
+		}
+	})
+}
+
+// parseMeta reads a V1 record without a check per field: it must not allocate, and it finds
+// what the record holds with either host family.
+func TestParseMetaV1Fields(t *testing.T) {
+	for _, hosts := range [][2]string{{"10.0.0.1:5", "10.0.0.2:6"}, {"[::1]:5", "10.0.0.2:6"}, {"10.0.0.1:5", "[::2]:6"}, {"[::1]:5", "[::2]:6"}} {
+		r := sampleRecord()
+		r.BornHost, r.StoreHost = netip.MustParseAddrPort(hosts[0]), netip.MustParseAddrPort(hosts[1])
+		r.QueueOffset, r.PhysicalOffset, r.StoreTimestamp, r.QueueID = 77, 1<<40, 1700000000123, 5
+		b := AppendRecord(nil, r)
+		b = append(b, 1, 2, 3) // the next record's bytes follow
+		m, ok := parseMetaV1(b[:len(b)-3])
+		require.True(t, ok, hosts)
+		require.Equal(t, int32(len(b)-3), m.size)
+		require.Equal(t, r.QueueOffset, m.queueOffset)
+		require.Equal(t, r.PhysicalOffset, m.physOffset)
+		require.Equal(t, r.StoreTimestamp, m.storeTimestamp)
+		require.Equal(t, r.QueueID, m.queueID)
+		require.Equal(t, r.BodyCRC, m.bodyCRC)
+		require.Equal(t, r.Body, m.body)
+		require.Equal(t, r.Topic, string(m.topic))
+		require.Equal(t, r.Properties, string(m.props))
+		require.Zero(t, testing.AllocsPerRun(100, func() { _, _ = parseMeta(b) }))
+	}
+}
+
+// FuzzLookupProperty checks that the name search finds what splitting every pair finds, for
+// any properties bytes and names with or without separators.
+func FuzzLookupProperty(f *testing.F) {
+	f.Add([]byte("TAGS\x01TagA\x02KEYS\x01k1 k2\x02"), "KEYS")
+	f.Add([]byte("XKEYS\x01a\x02KEYS\x01\x02A\x01KEYS\x01b\x02KEYS\x01c"), "KEYS")
+	f.Add([]byte("\x01KEYS\x01v\x02KEYS"), "KEYS")
+	f.Add([]byte("K\x01\x01v\x02"), "K\x01")
+	f.Add([]byte("UNIQ_KEY\x01AC1100\x02"), "UNIQ_KEY")
+	f.Fuzz(func(t *testing.T, props []byte, name string) {
+		v, ok := lookupPropertyBytes(props, name)
+		v2, ok2 := lookupPropertySplit(props, name)
+		if ok != ok2 || !bytes.Equal(v, v2) {
+			t.Fatalf("search %q %v, split %q %v", v, ok, v2, ok2)
+		}
+	})
+}
+
+func TestLookupPropertyNoAlloc(t *testing.T) {
+	props := []byte("UNIQ_KEY\x01AC11000100002A9F0000000000000001\x02WAIT\x01true\x02TAGS\x01TagA\x02")
+	long, longer := strings.Repeat("N", 32), strings.Repeat("N", 40)
+	require.Zero(t, testing.AllocsPerRun(100, func() {
+		_, _ = lookupPropertyBytes(props, "KEYS")
+		_, _ = lookupPropertyBytes(props, "TAGS")
+		_, _ = lookupPropertyBytes(props, long)
+		_, _ = lookupPropertyBytes(props, longer)
+	}))
+	v, ok := lookupPropertyBytes(props, "TAGS")
+	require.True(t, ok)
+	require.Equal(t, "TagA", string(v))
 }

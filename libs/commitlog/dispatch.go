@@ -40,11 +40,20 @@ func (s *Store) dispatchLoop() {
 	}
 }
 
+// pendingUnits are the consume-queue units of one run of consecutive queue offsets of one
+// queue, gathered by a dispatch pass before they are written in one cqPut.
 type pendingUnits struct {
 	cq    *consumeQueue
 	q0    int64
 	units []byte
 }
+
+// maxKeptPending bounds the runs whose slices dispatchBytes keeps for its next pass (a pass
+// over many queues allocates again rather than holding memory for them all).
+const maxKeptPending = 256
+
+// maxKeptUnits bounds the bytes of units a kept run holds on to (3276 units).
+const maxKeptUnits = 64 << 10
 
 // dispatchAvailable dispatches every complete record below MaxOffset.
 func (s *Store) dispatchAvailable() error {
@@ -104,8 +113,24 @@ func (s *Store) dispatchLocked() error {
 // dispatched offset past them. It returns how many bytes it dispatched (0
 // when buf starts with a partial record).
 func (s *Store) dispatchBytes(d int64, buf []byte) (int, error) {
-	var pend []*pendingUnits
-	var byCQ map[*consumeQueue]*pendingUnits
+	// The runs and the map are the Store's, reused from pass to pass (dispatchMu is held):
+	// a pass allocated about one object every two records for them.
+	pend := s.dpend[:0]
+	byCQ := false // whether s.dbyCQ indexes pend
+	defer func() {
+		for i := range pend {
+			pend[i].cq = nil // no queue is kept alive by the scratch slices
+			if cap(pend[i].units) > maxKeptUnits {
+				pend[i].units = nil
+			}
+		}
+		if cap(pend) <= maxKeptPending {
+			s.dpend = pend[:0]
+		}
+		if byCQ {
+			clear(s.dbyCQ) // only a pass over many queues filled it
+		}
+	}()
 	p := 0
 	for p < len(buf) {
 		m, err := parseMeta(buf[p:])
@@ -123,45 +148,60 @@ func (s *Store) dispatchBytes(d int64, buf []byte) (int, error) {
 			_ = s.idx.indexRecord(&m, d+int64(p)) // a failure stops the index, not the log
 		}
 		if isDispatchable(m.sysFlag) {
-			cq := s.getOrCreateCQ(m.topic, m.queueID)
-			var pu *pendingUnits
-			// Most batches touch few queues: a linear scan beats a map.
+			var cq *consumeQueue
+			i := -1
+			// Most batches touch few queues: a linear scan beats a map, and it finds the
+			// queue of a record whose queue the pass has seen without the queues' lock.
 			if len(pend) <= 8 {
-				for _, x := range pend {
-					if x.cq == cq {
-						pu = x
+				for j := range pend {
+					if c := pend[j].cq; c.qid == m.queueID && c.topic == string(m.topic) {
+						i, cq = j, c
 					}
+				}
+				if cq == nil {
+					cq = s.getOrCreateCQ(m.topic, m.queueID)
 				}
 			} else {
-				if byCQ == nil {
-					byCQ = make(map[*consumeQueue]*pendingUnits, len(pend))
-					for _, x := range pend {
-						byCQ[x.cq] = x
+				cq = s.getOrCreateCQ(m.topic, m.queueID)
+				if !byCQ {
+					if s.dbyCQ == nil {
+						s.dbyCQ = make(map[*consumeQueue]int, len(pend))
 					}
+					for j := range pend {
+						s.dbyCQ[pend[j].cq] = j
+					}
+					byCQ = true
 				}
-				pu = byCQ[cq]
+				if j, ok := s.dbyCQ[cq]; ok {
+					i = j
+				}
 			}
-			if pu != nil && pu.q0+int64(len(pu.units)/CQUnitSize) != m.queueOffset {
-				pu = nil
+			if i >= 0 && pend[i].q0+int64(len(pend[i].units)/CQUnitSize) != m.queueOffset {
+				i = -1
 			}
-			if pu == nil {
-				pu = &pendingUnits{cq: cq, q0: m.queueOffset}
-				pend = append(pend, pu)
-				if byCQ != nil {
-					byCQ[cq] = pu
+			if i < 0 {
+				i = len(pend)
+				if i < cap(pend) {
+					pend = pend[:i+1]
+					pend[i].cq, pend[i].q0, pend[i].units = cq, m.queueOffset, pend[i].units[:0]
+				} else {
+					pend = append(pend, pendingUnits{cq: cq, q0: m.queueOffset})
+				}
+				if byCQ {
+					s.dbyCQ[cq] = i
 				}
 			}
 			var u [CQUnitSize]byte
 			putUnit(u[:], cqUnit{phys: d + int64(p), size: m.size, tags: s.tagsCode(cq.topic, &m)})
-			pu.units = append(pu.units, u[:]...)
+			pend[i].units = append(pend[i].units, u[:]...)
 		}
 		p += int(m.size)
 	}
 	if p == 0 {
 		return 0, nil
 	}
-	for _, pu := range pend {
-		if err := s.cqPut(pu.cq, pu.q0, pu.units); err != nil {
+	for i := range pend {
+		if err := s.cqPut(pend[i].cq, pend[i].q0, pend[i].units); err != nil {
 			return 0, s.setReadOnly(err)
 		}
 	}
@@ -173,17 +213,17 @@ func (s *Store) dispatchBytes(d int64, buf []byte) (int, error) {
 		s.cbMu.RLock()
 		fns := s.onDispatch
 		s.cbMu.RUnlock()
-		for i, pu := range pend {
+		for i := range pend {
 			seen := false
-			for _, x := range pend[:i] {
-				seen = seen || x.cq == pu.cq
+			for j := range pend[:i] {
+				seen = seen || pend[j].cq == pend[i].cq
 			}
 			if seen {
 				continue
 			}
-			_, qmax := pu.cq.bounds()
+			_, qmax := pend[i].cq.bounds()
 			for _, fn := range fns {
-				fn(pu.cq.topic, pu.cq.qid, qmax)
+				fn(pend[i].cq.topic, pend[i].cq.qid, qmax)
 			}
 		}
 	}

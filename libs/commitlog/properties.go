@@ -57,8 +57,41 @@ func AppendProperties(dst []byte, m map[string]string) []byte {
 	return dst
 }
 
-// lookupPropertyBytes finds one property's value without allocating.
+// lookupPropertyBytes finds one property's value without allocating: the value of the first
+// pair whose name is name and whose value is not empty, as splitting the pairs would find.
+// It looks for the name's first byte (vectorised) where a name can start instead of
+// splitting every pair: the dispatcher looks up several properties of every record, most of
+// them absent.
 func lookupPropertyBytes(props []byte, name string) ([]byte, bool) {
+	if name == "" || strings.IndexByte(name, propNameSep) >= 0 || strings.IndexByte(name, propPairSep) >= 0 {
+		return lookupPropertySplit(props, name) // no pair can match such a name by its bytes alone
+	}
+	for off := 0; ; {
+		i := indexByte(props[off:], name[0])
+		if i < 0 {
+			return nil, false
+		}
+		i += off
+		v := i + len(name) // the separator, then the value
+		off = i + 1
+		// A pair's name starts the properties or follows a pair separator, and ends at
+		// the pair's first name separator (name holds neither separator).
+		if i > 0 && props[i-1] != propPairSep || v >= len(props) || props[v] != propNameSep || string(props[i:v]) != name {
+			continue
+		}
+		val := props[v+1:]
+		if e := indexByte(val, propPairSep); e >= 0 {
+			val = val[:e]
+		}
+		if len(val) == 0 {
+			continue // an empty value: the pair does not count
+		}
+		return val, true
+	}
+}
+
+// lookupPropertySplit is lookupPropertyBytes by splitting every pair.
+func lookupPropertySplit(props []byte, name string) ([]byte, bool) {
 	for len(props) > 0 {
 		var pair []byte
 		if i := indexByte(props, propPairSep); i >= 0 {
@@ -102,22 +135,8 @@ func javaHashBytes(b []byte) int32 {
 
 // lookupProperty finds one property without building a map.
 func lookupProperty(props []byte, name string) (string, bool) {
-	for len(props) > 0 {
-		var pair []byte
-		if i := indexByte(props, propPairSep); i >= 0 {
-			pair, props = props[:i], props[i+1:]
-		} else {
-			pair, props = props, nil
-		}
-		j := indexByte(pair, propNameSep)
-		if j < 0 || j == 0 || j == len(pair)-1 {
-			continue
-		}
-		if string(pair[:j]) == name {
-			return string(pair[j+1:]), true
-		}
-	}
-	return "", false
+	v, ok := lookupPropertyBytes(props, name)
+	return string(v), ok
 }
 
 // indexByte is bytes.IndexByte (vectorised: the dispatcher scans every

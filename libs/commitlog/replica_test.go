@@ -3,6 +3,7 @@ package commitlog
 import (
 	"bytes"
 	"errors"
+	"fmt"
 	"strconv"
 	"strings"
 	"testing"
@@ -258,7 +259,7 @@ func TestNoteQueueOffsetMatchesEveryRecord(t *testing.T) {
 		q := int32((i * 5) % 40) // 40 queues: more than the recent window
 		next := int64(i + 1)
 		want[qkey{string(topic), q}] = next
-		upd = noteQueueOffset(upd, topic, q, next)
+		upd = noteQueueOffset(upd, nil, topic, q, next)
 	}
 	got := map[qkey]int64{}
 	for _, u := range upd {
@@ -267,10 +268,68 @@ func TestNoteQueueOffsetMatchesEveryRecord(t *testing.T) {
 	require.Equal(t, want, got)
 
 	few := []queueUpdate(nil)
+	var names topicNames
 	for i := 0; i < 1000; i++ {
-		few = noteQueueOffset(few, topics[0], int32(i%8), int64(i))
+		few = noteQueueOffset(few, &names, topics[0], int32(i%8), int64(i))
 	}
 	require.Len(t, few, 8, "8 queues in turn: one entry each")
-	allocs := testing.AllocsPerRun(100, func() { few = noteQueueOffset(few, topics[0], 3, 7) })
+	allocs := testing.AllocsPerRun(100, func() { few = noteQueueOffset(few, &names, topics[0], 3, 7) })
 	require.Zero(t, allocs, "a recent queue is updated without a string")
+
+	// The next batch (a fresh slice, as appendRaw starts each call) adds its queues with the
+	// topic string names kept.
+	allocs = testing.AllocsPerRun(100, func() {
+		next := few[:0]
+		for q := int32(0); q < 8; q++ {
+			next = noteQueueOffset(next, &names, topics[0], q, 9)
+		}
+	})
+	require.Zero(t, allocs, "a known topic's queues are added without a string")
+	require.Equal(t, "A", names.get(topics[0]))
+	for i := 0; i < 3*recentTopics; i++ {
+		require.Equal(t, fmt.Sprintf("T%d", i), names.get([]byte(fmt.Sprintf("T%d", i))))
+	}
+	require.Len(t, names.names, recentTopics, "names keeps a bounded number of topics")
+}
+
+// A dispatch pass over more queues than its linear scan covers indexes its runs in a map;
+// the scratch runs and map are reused by later passes, over many queues or few, and every
+// queue gets its own records in order.
+func TestDispatchReusesScratchAcrossPasses(t *testing.T) {
+	s := openStore(t, testConfig(vfs.NewMem()))
+	defer s.Close()
+	want := map[int32][]string{}
+	for round := 0; round < 4; round++ {
+		queues := int32(20)
+		if round%2 == 1 {
+			queues = 3 // few queues: the linear scan, after a pass that used the map
+		}
+		var ms []*Message
+		for i := 0; i < 2; i++ {
+			for q := int32(0); q < queues; q++ {
+				body := fmt.Sprintf("r%d-q%d-%d", round, q, i)
+				ms = append(ms, msg("T", q, body, "tag"))
+				want[q] = append(want[q], body)
+			}
+		}
+		s.dispatchMu.Lock() // the pass below takes every record at once
+		for _, m := range ms {
+			mustAppend(t, s, m)
+		}
+		require.NoError(t, s.dispatchLocked())
+		s.dispatchMu.Unlock()
+		require.Equal(t, s.MaxOffset(), s.DispatchedOffset())
+	}
+	for q, bodies := range want {
+		res := s.GetMessages("T", q, 0, 100, 1<<20, nil)
+		got := make([]string, 0, len(res.Records))
+		for _, r := range res.Records {
+			got = append(got, bodyOf(t, r))
+		}
+		require.Equal(t, bodies, got, "queue %d", q)
+	}
+	require.Len(t, s.dbyCQ, 0, "the map is left empty for the next pass")
+	for _, p := range s.dpend[:cap(s.dpend)] {
+		require.Nil(t, p.cq, "no queue is held by the scratch runs")
+	}
 }

@@ -82,6 +82,7 @@ type Store struct {
 	queueOffsets map[qkey]int64
 	encBuf       []byte
 	rawUpd       []queueUpdate // appendRaw's queue updates, kept for the next call
+	rawTopics    topicNames    // appendRaw's recent topic strings
 	wbuf         []byte        // buffered appends not yet in the file (WriteBuffer)
 	// Grouped writes (group.go; WriteBuffer 0), all under appendMu: gbuf holds records
 	// encoded while a leader writes, gspare the leader's last batch for reuse, gpending the
@@ -132,10 +133,14 @@ type Store struct {
 	dispatchMu  sync.Mutex
 	dispatchReq chan struct{}
 	dispatchBuf []byte
-	cqMu        sync.RWMutex
-	cqs         map[string]map[int32]*consumeQueue
-	dirtyMu     sync.Mutex
-	dirtyCQ     map[*cqFile]struct{}
+	// dpend and dbyCQ are dispatchBytes's scratch runs and their index by queue, kept for
+	// the next pass (dispatchMu).
+	dpend   []pendingUnits
+	dbyCQ   map[*consumeQueue]int
+	cqMu    sync.RWMutex
+	cqs     map[string]map[int32]*consumeQueue
+	dirtyMu sync.Mutex
+	dirtyCQ map[*cqFile]struct{}
 
 	cbMu       sync.RWMutex
 	onAppend   []func(int64)

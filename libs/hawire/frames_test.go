@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/binary"
 	"errors"
+	"io"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -108,6 +109,26 @@ func TestFramesConcatenateAndStream(t *testing.T) {
 	}
 	_, _, err := fr.Next(MaxControlFrame)
 	require.Error(t, err)
+}
+
+// FrameBuffered is true exactly when the next frame is whole in the read buffer: the slave
+// then leaves a frame's ack to the frame after it.
+func TestFrameBuffered(t *testing.T) {
+	one := AppendAck(nil, Ack{Written: 1, Flushed: 1})
+	two := AppendHeartbeat(nil, Heartbeat{Epoch: 1})
+	stream := append(bytes.Clone(one), two...)
+	for cut := 0; cut <= len(two); cut++ {
+		pr, pw := io.Pipe()
+		fr := NewFrameReader(pr, 0)
+		go func() {
+			_, _ = pw.Write(stream[:len(one)+cut]) // one write: buffered together
+		}()
+		typ, _, err := fr.Next(MaxControlFrame)
+		require.NoError(t, err)
+		require.Equal(t, FrameAck, typ)
+		require.Equal(t, cut == len(two), fr.FrameBuffered(), "%d bytes of the next frame buffered", cut)
+		pw.Close()
+	}
 }
 
 func TestFrameReaderLimits(t *testing.T) {

@@ -62,3 +62,17 @@ func (fr *FrameReader) NextInto(max int, buf []byte) (FrameType, []byte, error) 
 
 // Buffered reports how many bytes are buffered but not yet consumed.
 func (fr *FrameReader) Buffered() int { return fr.r.Buffered() }
+
+// FrameBuffered reports whether a whole frame is buffered, so that the next Next returns
+// it without reading from the stream.
+func (fr *FrameReader) FrameBuffered() bool {
+	n := fr.r.Buffered()
+	if n < FrameHeaderLen {
+		return false
+	}
+	hdr, err := fr.r.Peek(FrameHeaderLen)
+	if err != nil {
+		return false
+	}
+	return uint64(binary.BigEndian.Uint32(hdr))+FrameHeaderLen-1 <= uint64(n)
+}

@@ -63,20 +63,23 @@ type perfRun struct {
 	benchUS           float64
 	masterSys         float64 // read+write syscalls per message on the master
 	masterReads       float64 // of which reads
+	slaveSys          float64 // read+write syscalls per message on the slave
 	p50, p99          float64 // send latency, µs
 	line              string  // the bench's own cpu/alloc line, when it prints one
 }
 
 // TestPerfCompare runs the bench binary of two builds against groups of their own binaries in
 // the same run (interleaved, median of 3) and prints msg/s, send latency p50/p99 and CPU µs per
-// message of the master, the slave and the bench process. It runs only when RMQHA_PERF_BINS
+// message of the master, the slave and the bench process, and read/write syscalls per message
+// of the master (master_sc, master_rd the reads) and the slave (slave_sc). It runs only when RMQHA_PERF_BINS
 // names the builds, e.g. RMQHA_PERF_BINS=base=/tmp/bin-main,new=$PWD/bin; RMQHA_PERF_SECONDS
 // sets each run's length. RMQHA_PERF_CATCHUP=MiB also times each ASYNC_MASTER group's slave
 // catching up a backlog of that size (interleaved, median of 3), beside one loopback TCP
 // stream measured between the runs. RMQHA_PERF_PROFILE=DIR also turns on httpPprofEnable on
-// the masters and saves, for each build and setting, a CPU and an allocation profile of the
-// master taken during the first run (DIR/ROLE-SETTING-LABEL.cpu.pprof, and .allocs-before.pprof
-// and .allocs.pprof to read with pprof -base for the allocations of the run alone), and a CPU
+// the masters and slaves and saves, for each build and setting, a CPU and an allocation profile
+// of the master taken during the first run (DIR/ROLE-SETTING-LABEL.cpu.pprof, and
+// .allocs-before.pprof and .allocs.pprof to read with pprof -base for the allocations of the
+// run alone), the same of the slave (DIR/ROLE-SETTING-LABEL.slave.cpu.pprof, ...), and a CPU
 // profile of the bench process itself (DIR/ROLE-SETTING-LABEL.bench.cpu.pprof) when its build
 // has -cpuprofile.
 func TestPerfCompare(t *testing.T) {
@@ -108,7 +111,7 @@ func TestPerfCompare(t *testing.T) {
 		{"inflight=1", []string{"-producers", "1", "-mode", "sync"}},
 	}
 	var report strings.Builder
-	fmt.Fprintf(&report, "%-12s %-11s %-6s %9s %9s %9s %10s %10s %10s %10s %10s\n", "role", "setting", "build", "msg/s", "p50_us", "p99_us", "master_us", "slave_us", "bench_us", "master_sc", "master_rd")
+	fmt.Fprintf(&report, "%-12s %-11s %-6s %9s %9s %9s %10s %10s %10s %10s %10s %10s\n", "role", "setting", "build", "msg/s", "p50_us", "p99_us", "master_us", "slave_us", "bench_us", "master_sc", "master_rd", "slave_sc")
 	for _, role := range roles {
 		groups := make([]*e2e.Group, len(builds))
 		for i, b := range builds {
@@ -136,15 +139,17 @@ func TestPerfCompare(t *testing.T) {
 					if benchHasFlag(bin, "cpu-pids") {
 						args = append(args, "-cpu-pids", fmt.Sprintf("master=%d,slave=%d", g.Master.PID(), g.Slave.PID()))
 					}
-					var prof func()
+					var profs []func()
 					if profDir != "" && rep == 0 && benchHasFlag(bin, "cpuprofile") {
 						args = append(args, "-cpuprofile", filepath.Join(profDir, fmt.Sprintf("%s-%s-%s.bench.cpu.pprof", role, st.name, b.label)))
 					}
 					if profDir != "" && rep == 0 {
-						prof = startProfile(t, g.MasterHTTP, filepath.Join(profDir, fmt.Sprintf("%s-%s-%s", role, st.name, b.label)), secs)
+						prefix := filepath.Join(profDir, fmt.Sprintf("%s-%s-%s", role, st.name, b.label))
+						profs = append(profs, startProfile(t, g.MasterHTTP, prefix, secs),
+							startProfile(t, g.SlaveHTTP, prefix+".slave", secs))
 					}
 					runs[i] = append(runs[i], perfOnce(t, bin, args, g.Master, g.Slave))
-					if prof != nil {
+					for _, prof := range profs {
 						prof()
 					}
 				}
@@ -158,11 +163,12 @@ func TestPerfCompare(t *testing.T) {
 					slices.Sort(v)
 					return v[len(v)/2]
 				}
-				fmt.Fprintf(&report, "%-12s %-11s %-6s %9.0f %9.0f %9.0f %10.2f %10.2f %10.2f %10.2f %10.2f  %s\n", role, st.name, b.label,
+				fmt.Fprintf(&report, "%-12s %-11s %-6s %9.0f %9.0f %9.0f %10.2f %10.2f %10.2f %10.2f %10.2f %10.2f  %s\n", role, st.name, b.label,
 					med(func(r perfRun) float64 { return r.rate }), med(func(r perfRun) float64 { return r.p50 }),
 					med(func(r perfRun) float64 { return r.p99 }), med(func(r perfRun) float64 { return r.masterUS }),
 					med(func(r perfRun) float64 { return r.slaveUS }), med(func(r perfRun) float64 { return r.benchUS }),
 					med(func(r perfRun) float64 { return r.masterSys }), med(func(r perfRun) float64 { return r.masterReads }),
+					med(func(r perfRun) float64 { return r.slaveSys }),
 					runs[i][len(runs[i])-1].line)
 			}
 		}
@@ -212,6 +218,7 @@ func perfOnce(t *testing.T, bin string, args []string, master, slave *harness.Pr
 		benchUS:     float64((cmd.ProcessState.UserTime() + cmd.ProcessState.SystemTime()).Microseconds()) / n,
 		masterSys:   float64(m1.syscalls-m0.syscalls) / n,
 		masterReads: float64(m1.reads-m0.reads) / n,
+		slaveSys:    float64(s1.syscalls-s0.syscalls) / n,
 	}
 	if lm := latencyRE.FindStringSubmatch(out.String()); lm != nil {
 		for i, v := range []*float64{&r.p50, &r.p99} {
