@@ -348,11 +348,11 @@ type recordMeta struct {
 
 // parseMeta walks the length fields of a record (no CRC check); b must hold
 // the whole record. It runs once per record on every path that walks stored
-// bytes (the HA sender's read, the slave's append, dispatch, recovery), so it
-// reads the fields at their computed positions with one bounds check per
-// variable-length part instead of going through the sticky-error decoder; it
-// returns what parseMetaDecoder (codec_test.go) returns, error for error,
-// which TestParseMetaMatchesDecoder and FuzzDecodeRecord check.
+// bytes (the HA sender's read, the slave's append, dispatch, recovery), so a
+// whole V1 record is read at its fixed offsets (parseMetaV1) and anything else
+// goes through the sticky-error decoder (parseMetaDecoder), which says why it
+// is refused; both give the same answer for every input
+// (TestParseMetaMatchesDecoder, FuzzParseMeta).
 func parseMeta(b []byte) (recordMeta, error) {
 	if len(b) >= 8 {
 		total := int(int32(binary.BigEndian.Uint32(b)))
