@@ -181,6 +181,14 @@ func (m *Master) WaitReplicated(endOffset int64, deadline time.Time) <-chan Repl
 	}
 	logMax := m.log.MaxOffset()
 	m.mu.Lock()
+	if m.closed.Load() {
+		// Close may have completed every waiter already: this one would wait forever (a
+		// SYNC send blocked past its own deadline, as WaitReplicatedFunc guards against too).
+		m.mu.Unlock()
+		ch := make(chan ReplStatus, 1)
+		ch <- ReplSlaveNotAvailable
+		return ch
+	}
 	first, had := m.st.NextDeadline()
 	ch := m.st.Wait(endOffset, deadline, logMax, m.now())
 	if n, ok := m.st.NextDeadline(); ok && (!had || n.Before(first)) {

@@ -4,6 +4,8 @@ import (
 	"errors"
 	"net"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -235,5 +237,54 @@ func TestMasterNeverReusesAnEpochNumber(t *testing.T) {
 	want := []hawire.EpochEntry{{Epoch: 1, StartOffset: 0}, {Epoch: 2, StartOffset: 100}, {Epoch: 4, StartOffset: 150}}
 	if len(got) != 3 || got[0] != want[0] || got[1] != want[1] || got[2] != want[2] {
 		t.Fatalf("epochs %+v", got)
+	}
+}
+
+// Every replication wait ends once the master closes, however it races with Close: a wait
+// registered after Close had completed the others once never ended (a SYNC send blocked for
+// minutes past its deadline in a failover test). The waits here have an hour's deadline and
+// ask for bytes the log does not hold, so only Close can end them.
+func TestWaitsRacingCloseAllEnd(t *testing.T) {
+	for round := 0; round < 10; round++ {
+		ml := memlog.New(64 << 10)
+		if _, err := ml.Append(hawiretest.Record(0, 1)); err != nil {
+			t.Fatal(err)
+		}
+		m := hawiretest.StartMaster(t, hawiretest.MasterConfig(t.TempDir()), ml)
+		// A slave in sync, so that the waits pend instead of failing at once.
+		hawiretest.StartSlave(t, hawiretest.SlaveConfig(t.TempDir()), memlog.New(64<<10), m.Addr().String())
+		hawiretest.Eventually(t, 10*time.Second, func() bool { return m.InSyncCount() == 2 }, "connected")
+		var (
+			mu    sync.Mutex
+			waits []<-chan hawire.ReplStatus
+			stop  atomic.Bool
+			wg    sync.WaitGroup
+		)
+		for w := 0; w < 4; w++ {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				for !stop.Load() {
+					ch := m.WaitReplicated(ml.MaxOffset()+1, time.Now().Add(time.Hour))
+					mu.Lock()
+					waits = append(waits, ch)
+					mu.Unlock()
+				}
+			}()
+		}
+		time.Sleep(time.Duration(1+round%4) * time.Millisecond) // Close at different points
+		if err := m.Close(); err != nil {
+			t.Fatal(err)
+		}
+		stop.Store(true)
+		wg.Wait()
+		deadline := time.After(10 * time.Second)
+		for i, ch := range waits {
+			select {
+			case <-ch:
+			case <-deadline:
+				t.Fatalf("round %d: wait %d of %d never ended after Close", round, i, len(waits))
+			}
+		}
 	}
 }
