@@ -9,6 +9,7 @@ import (
 	"net"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"time"
 )
 
@@ -44,6 +45,17 @@ import (
 // Once the first byte of a frame has arrived the whole frame must arrive within the frame
 // timeout (ServerConfig.FrameTimeout), however slowly the bytes trickle in; between frames the
 // idle timeout applies instead.
+//
+// Burst reads. A read into the small buffer takes at most minReadBuffer bytes: under a
+// pipelining producer (64 sends of 1 KiB in flight) that was one read syscall, and often one
+// park and wake-up of the reader, for every three sends. So a plain TCP server connection whose
+// last read filled all the room it had is marked busy, and its next reads go into a buffer of
+// burstReadBuffer bytes taken from a process-wide pool for the read and given back once the
+// frames it holds are handed on (the bytes of a partial frame left, when they fit, go back to
+// the small buffer). The burst buffer is taken inside the socket's own read (RawConn.Read), so
+// it is never held by a reader waiting for bytes: only by one that has bytes to hand on. It is
+// charged to the byte budget while held, and a read the budget cannot cover is an ordinary one.
+// A read of at most half the small buffer ends the busy state.
 
 const (
 	// minReadBuffer is the buffer every connection keeps; frames that fit it (most requests)
@@ -52,7 +64,12 @@ const (
 	minReadBuffer = 4 << 10
 	// clientKeepBuffer is the largest buffer a client connection keeps between frames.
 	clientKeepBuffer = 1 << 20
+	// burstReadBuffer is the buffer a busy server connection reads into (see Burst reads).
+	burstReadBuffer = 64 << 10
 )
+
+// burstBuffers holds the burst read buffers of every server connection not reading now.
+var burstBuffers = sync.Pool{New: func() any { b := make([]byte, burstReadBuffer); return &b }}
 
 // spareBuffers keeps, per size class k, one outgrown buffer of minReadBuffer<<k bytes.
 type spareBuffers struct {
@@ -170,6 +187,16 @@ type frameReader struct {
 	budget  *byteBudget // nil: no budget (client side)
 	charged int64       // bytes of buf charged to budget
 
+	// raw reads the socket for burst reads (a plain TCP server connection; nil: none); busy:
+	// the last read filled its room; burst: buf is a burst buffer (see Burst reads).
+	raw   syscall.RawConn
+	busy  bool
+	burst bool
+	// burstN and burstErr are burstRead's result, set by burstFn, which is made once.
+	burstN   int
+	burstErr error
+	burstFn  func(fd uintptr) bool
+
 	idle         time.Duration // 0: no idle deadline
 	frameTimeout time.Duration // 0: no frame deadline
 	now          func() time.Time
@@ -205,6 +232,10 @@ func (fr *frameReader) release() {
 	if fr.r == fr.w {
 		fr.r, fr.w = 0, 0
 	}
+	if fr.burst && fr.w-fr.r <= minReadBuffer {
+		fr.endBurst()
+		return
+	}
 	if len(fr.buf) > minReadBuffer && len(fr.buf) > fr.keep && fr.w-fr.r <= minReadBuffer {
 		n := copy(fr.small, fr.buf[fr.r:fr.w])
 		fr.discard(fr.buf)
@@ -216,12 +247,100 @@ func (fr *frameReader) release() {
 
 // close gives back the budget charge; the reader must not be used after.
 func (fr *frameReader) close() {
+	if fr.burst {
+		fr.endBurst()
+	}
 	fr.budget.release(fr.charged)
 	fr.charged = 0
 	if len(fr.buf) > minReadBuffer {
 		fr.discard(fr.buf)
 	}
 	fr.buf, fr.small = nil, nil
+}
+
+// enableBurst lets a plain TCP server connection read in bursts (see Burst reads).
+func (fr *frameReader) enableBurst(nc net.Conn) {
+	sc, ok := nc.(syscall.Conn)
+	if !ok || fr.budget == nil {
+		return
+	}
+	rc, err := sc.SyscallConn()
+	if err != nil {
+		return
+	}
+	fr.raw = rc
+	fr.burstFn = fr.burstAttempt
+}
+
+// burstRead reads into a burst buffer holding the bytes buffered so far, or into buf as usual
+// when the budget cannot cover one: it returns how many bytes it added, with buf, r and w
+// describing the burst buffer when it used one. It waits for the socket holding neither a
+// burst buffer nor its charge.
+func (fr *frameReader) burstRead() (int, error) {
+	fr.burstN, fr.burstErr = 0, nil
+	if rerr := fr.raw.Read(fr.burstFn); rerr != nil && fr.burstErr == nil {
+		fr.burstErr = rerr // a deadline, or the connection closed
+	}
+	if fr.burstN <= 0 && fr.burstErr == nil {
+		fr.burstErr = io.EOF
+	}
+	return max(fr.burstN, 0), fr.burstErr
+}
+
+// burstAttempt is one attempt of the socket read (RawConn.Read calls it until it reports
+// done): it takes a burst buffer and its charge, copies the buffered bytes to its front and
+// reads after them; when the socket has nothing yet both go back while the reader waits.
+func (fr *frameReader) burstAttempt(fd uintptr) bool {
+	const charge = burstReadBuffer - minReadBuffer
+	if !fr.budget.acquire(charge) {
+		n, err := syscall.Read(int(fd), fr.buf[fr.w:])
+		switch {
+		case err == syscall.EAGAIN:
+			return false
+		case err == syscall.EINTR:
+			return fr.burstAttempt(fd)
+		case n > 0:
+			fr.w += n
+		case err == nil:
+			err = io.EOF
+		}
+		fr.burstN, fr.burstErr = n, err
+		return true
+	}
+	bp := burstBuffers.Get().(*[]byte)
+	b := *bp
+	k := copy(b, fr.buf[fr.r:fr.w])
+	n, err := syscall.Read(int(fd), b[k:])
+	if n <= 0 {
+		burstBuffers.Put(bp)
+		fr.budget.release(charge)
+		switch {
+		case err == syscall.EAGAIN:
+			return false
+		case err == syscall.EINTR:
+			return fr.burstAttempt(fd)
+		case err == nil:
+			err = io.EOF
+		}
+		fr.burstN, fr.burstErr = 0, err
+		return true
+	}
+	fr.buf, fr.r, fr.w = b, 0, k+n
+	fr.burst, fr.charged = true, charge
+	fr.burstN = n
+	return true
+}
+
+// endBurst gives the burst buffer back, keeping what is buffered (at most minReadBuffer bytes)
+// in the small one.
+func (fr *frameReader) endBurst() {
+	n := copy(fr.small, fr.buf[fr.r:fr.w])
+	b := fr.buf
+	burstBuffers.Put(&b)
+	fr.buf, fr.r, fr.w = fr.small, 0, n
+	fr.burst = false
+	fr.budget.release(fr.charged)
+	fr.charged = 0
 }
 
 // discard lets go of a grown buffer, into the spares on the server side.
@@ -269,13 +388,33 @@ func (fr *frameReader) setDeadline() {
 func (fr *frameReader) readMore() error {
 	for {
 		fr.setDeadline()
-		n, err := fr.src.Read(fr.buf[fr.w:])
+		var (
+			n   int
+			err error
+		)
+		room := len(fr.buf) - fr.w
+		if fr.busy && fr.raw != nil && !fr.burst && len(fr.buf) == minReadBuffer && fr.w-fr.r < minReadBuffer {
+			n, err = fr.burstRead()
+			if fr.burst {
+				room = burstReadBuffer - (fr.w - n) // buf is the burst buffer now
+			}
+		} else {
+			n, err = fr.src.Read(fr.buf[fr.w:])
+			if n > 0 {
+				fr.w += n
+			}
+		}
 		if n > 0 {
+			// Busy while reads fill the room they had; a small read ends it.
+			if n == room {
+				fr.busy = true
+			} else if n <= minReadBuffer/2 {
+				fr.busy = false
+			}
 			fr.lastRead = fr.now()
 			if fr.started.IsZero() {
 				fr.started = fr.lastRead
 			}
-			fr.w += n
 			return nil
 		}
 		if err == nil {
@@ -343,7 +482,12 @@ func (fr *frameReader) grow(n int) bool {
 	}
 	fr.w = copy(nb, fr.buf[fr.r:fr.w])
 	fr.r = 0
-	if len(fr.buf) > minReadBuffer {
+	switch {
+	case fr.burst:
+		b := fr.buf
+		burstBuffers.Put(&b)
+		fr.burst = false
+	case len(fr.buf) > minReadBuffer:
 		fr.discard(fr.buf)
 	}
 	fr.buf = nb

@@ -563,6 +563,9 @@ func (c *ServerConn) readLoop() {
 		c.link.writeLoop()
 	}()
 	fr := newFrameReader(c.link.nc, first, s.cfg.MaxFrameSize, s.budget, &s.spares, s.cfg.IdleTimeout, max(s.cfg.FrameTimeout, 0))
+	if c.link.nc == c.link.raw {
+		fr.enableBurst(c.link.raw) // (not through TLS: the record layer reads the socket)
+	}
 	defer fr.close()
 	defer c.endBatch()
 	var (
