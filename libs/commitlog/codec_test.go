@@ -264,8 +264,8 @@ func TestParseMetaV1Fields(t *testing.T) {
 		r.QueueOffset, r.PhysicalOffset, r.StoreTimestamp, r.QueueID = 77, 1<<40, 1700000000123, 5
 		b := AppendRecord(nil, r)
 		b = append(b, 1, 2, 3) // the next record's bytes follow
-		m, ok := parseMetaV1(b[:len(b)-3])
-		require.True(t, ok, hosts)
+		m, err := parseMeta(b[:len(b)-3])
+		require.NoError(t, err, hosts)
 		require.Equal(t, int32(len(b)-3), m.size)
 		require.Equal(t, r.QueueOffset, m.queueOffset)
 		require.Equal(t, r.PhysicalOffset, m.physOffset)

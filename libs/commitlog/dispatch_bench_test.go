@@ -87,15 +87,10 @@ func BenchmarkDispatch(b *testing.B) {
 // dispatchBench takes n messages in mode and returns the process CPU nanoseconds per message;
 // outside "append" it also reports allocations per message.
 func dispatchBench(b *testing.B, mode string, index bool, n int) float64 {
-	cfg := DefaultConfig()
-	cfg.Dir = b.TempDir()
-	cfg.FS = vfs.Default
-	cfg.SegmentSize = 64 << 20
-	cfg.MessageIndexEnable = index
-	s, err := Open(cfg)
-	require.NoError(b, err)
+	s := openBenchStore(b, index)
 	defer s.Close()
-	f := newRawBatchFeed(32, cfg.SegmentSize)
+	f := newRawBatchFeed(32, s.cfg.SegmentSize)
+	var err error
 	var ms0, ms1 runtime.MemStats
 	runtime.ReadMemStats(&ms0)
 	cpu0 := procCPUTime()
@@ -223,4 +218,17 @@ func BenchmarkLookupProperty(b *testing.B) {
 	if found == 0 {
 		b.Fatal("nothing found")
 	}
+}
+
+// openBenchStore opens a store on the OS file system (64 MiB segments) for the dispatch
+// benchmarks, with or without the message index.
+func openBenchStore(b *testing.B, index bool) *Store {
+	cfg := DefaultConfig()
+	cfg.Dir = b.TempDir()
+	cfg.FS = vfs.Default
+	cfg.SegmentSize = 64 << 20
+	cfg.MessageIndexEnable = index
+	s, err := Open(cfg)
+	require.NoError(b, err)
+	return s
 }

@@ -6,20 +6,13 @@ import (
 	"testing"
 	"time"
 
-	"github.com/rmqha/rmqha/libs/commitlog/vfs"
 	"github.com/stretchr/testify/require"
 )
 
 // dispatchRate appends n keyed messages (two KEYS and a UNIQ_KEY each) to a store on the OS file
 // system and returns the dispatched messages per second, append to dispatched.
 func dispatchRate(b *testing.B, n int, index bool) float64 {
-	cfg := DefaultConfig()
-	cfg.Dir = b.TempDir()
-	cfg.FS = vfs.Default
-	cfg.SegmentSize = 64 << 20
-	cfg.MessageIndexEnable = index
-	s, err := Open(cfg)
-	require.NoError(b, err)
+	s := openBenchStore(b, index)
 	defer s.Close()
 	msgs := make([]*Message, n)
 	for i := range msgs {

@@ -86,3 +86,78 @@ func TestParseMetaMatchesDecoder(t *testing.T) {
 		checkParseMeta(t, b)
 	}
 }
+
+// parseMetaDecoder is parseMeta as written with the sticky-error decoder: the
+// reference the faster parseMeta must agree with, error for error. b must hold
+// the whole record.
+func parseMetaDecoder(b []byte) (recordMeta, error) {
+	var m recordMeta
+	if len(b) < 8 {
+		return m, ErrIncomplete
+	}
+	total := int32(binary.BigEndian.Uint32(b))
+	magic := int32(binary.BigEndian.Uint32(b[4:]))
+	if magic == MagicBlank {
+		if total < BlankMinLength {
+			return m, corrupt(0, "blank record size %d", total)
+		}
+		m.size, m.blank = total, true
+		return m, nil
+	}
+	if magic != MagicV1 && magic != MagicV2 {
+		return m, corrupt(0, "bad magic code %#x", uint32(magic))
+	}
+	if total < minRecordSize {
+		return m, corrupt(0, "record size %d below minimum", total)
+	}
+	if int(total) > len(b) {
+		return m, ErrIncomplete
+	}
+	d := decoder{b: b[:total]}
+	m.size = int32(d.u32())
+	d.u32() // magic
+	m.bodyCRC = int32(d.u32())
+	m.queueID = int32(d.u32())
+	d.u32() // flag
+	m.queueOffset = int64(d.u64())
+	m.physOffset = int64(d.u64())
+	m.sysFlag = int32(d.u32())
+	d.u64()
+	if m.sysFlag&SysFlagBornHostV6 != 0 {
+		d.bytes(20)
+	} else {
+		d.bytes(8)
+	}
+	m.storeTimestamp = int64(d.u64())
+	if m.sysFlag&SysFlagStoreHostV6 != 0 {
+		d.bytes(20)
+	} else {
+		d.bytes(8)
+	}
+	d.u32()
+	d.u64()
+	bodyLen := int32(d.u32())
+	if d.err == nil && bodyLen < 0 {
+		return m, corrupt(int64(d.pos), "negative body length")
+	}
+	m.body = d.bytes(int(bodyLen))
+	var topicLen int
+	if magic == MagicV2 {
+		topicLen = int(d.u16())
+	} else {
+		topicLen = int(d.u8())
+	}
+	m.topic = d.bytes(topicLen)
+	propLen := int16(d.u16())
+	if d.err == nil && propLen < 0 {
+		return m, corrupt(int64(d.pos), "negative properties length")
+	}
+	m.props = d.bytes(int(propLen))
+	if d.err != nil {
+		return m, d.err
+	}
+	if d.pos != int(total) {
+		return m, corrupt(0, "fields end at %d but record size is %d", d.pos, total)
+	}
+	return m, nil
+}

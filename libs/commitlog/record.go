@@ -348,77 +348,12 @@ type recordMeta struct {
 
 // parseMeta walks the length fields of a record (no CRC check); b must hold
 // the whole record. It runs once per record on every path that walks stored
-// bytes (the HA sender's read, the slave's append, dispatch, recovery), so a
-// whole V1 record is read at its fixed offsets (parseMetaV1) and anything else
-// goes through the sticky-error decoder (parseMetaDecoder), which says why it
-// is refused; both give the same answer for every input
-// (TestParseMetaMatchesDecoder, FuzzParseMeta).
+// bytes (the HA sender's read, the slave's append, dispatch, recovery), so it
+// reads the fields at their computed positions with one bounds check per
+// variable-length part instead of going through the sticky-error decoder; it
+// returns what that decoder would (parseMetaDecoder, parsemeta_test.go), error
+// for error, which TestParseMetaMatchesDecoder and FuzzParseMeta check.
 func parseMeta(b []byte) (recordMeta, error) {
-	if len(b) >= 8 {
-		total := int(int32(binary.BigEndian.Uint32(b)))
-		if int32(binary.BigEndian.Uint32(b[4:])) == MagicV1 && total >= minRecordSize && total <= len(b) {
-			if m, ok := parseMetaV1(b[:total]); ok {
-				return m, nil
-			}
-		}
-	}
-	return parseMetaDecoder(b)
-}
-
-// parseMetaV1 is parseMeta for a whole V1 record, the layout every record this store writes
-// has: the fields sit at offsets fixed by the two host families, so it checks each length
-// once instead of every field through the decoder (the dispatcher, raw appends and the HA
-// sender parse every record, some twice). It reports false for anything parseMetaDecoder
-// would refuse, which then says why.
-func parseMetaV1(b []byte) (recordMeta, bool) {
-	var m recordMeta
-	total := len(b)
-	be := binary.BigEndian
-	m.sysFlag = int32(be.Uint32(b[36:]))
-	ts := 56 // after BORNHOST
-	if m.sysFlag&SysFlagBornHostV6 != 0 {
-		ts += 12
-	}
-	p := ts + 8 + 8 // STORETIMESTAMP, STOREHOST
-	if m.sysFlag&SysFlagStoreHostV6 != 0 {
-		p += 12
-	}
-	p += 4 + 8 // RECONSUMETIMES, PREPAREDTRANSACTIONOFFSET
-	if p+4 > total {
-		return m, false
-	}
-	bodyLen := int(int32(be.Uint32(b[p:])))
-	p += 4
-	if bodyLen < 0 || bodyLen > total-p-1 {
-		return m, false
-	}
-	m.body = b[p : p+bodyLen]
-	p += bodyLen
-	topicLen := int(b[p])
-	p++
-	if topicLen > total-p-2 {
-		return m, false
-	}
-	m.topic = b[p : p+topicLen]
-	p += topicLen
-	propLen := int(int16(be.Uint16(b[p:])))
-	p += 2
-	if propLen < 0 || propLen != total-p {
-		return m, false
-	}
-	m.props = b[p : p+propLen]
-	m.size = int32(total)
-	m.bodyCRC = int32(be.Uint32(b[8:]))
-	m.queueID = int32(be.Uint32(b[12:]))
-	m.queueOffset = int64(be.Uint64(b[20:]))
-	m.physOffset = int64(be.Uint64(b[28:]))
-	m.storeTimestamp = int64(be.Uint64(b[ts:]))
-	return m, true
-}
-
-// parseMetaDecoder is parseMeta through the sticky decoder: every magic, and the error of a
-// record that is not whole or not well formed.
-func parseMetaDecoder(b []byte) (recordMeta, error) {
 	var m recordMeta
 	if len(b) < 8 {
 		return m, ErrIncomplete
