@@ -201,19 +201,21 @@ func bornHostOf(w remoting.ResponseWriter) netip.AddrPort {
 // refuseWrite answers a write on a broker that cannot take one; it reports whether it did.
 // v is the role view the request is handled in, from start to answer.
 func (b *Broker) refuseWrite(v *roleView, w remoting.ResponseWriter, req *remoting.Command) bool {
+	var remark string
 	switch {
 	case !v.isMaster():
-		b.reply(w, req, remoting.ServiceNotAvailable, "slave is read-only: send to the master (brokerId 0) of "+b.cfg.BrokerName)
+		remark = "slave is read-only: send to the master (brokerId 0) of " + b.cfg.BrokerName
 	case !b.running():
-		b.reply(w, req, remoting.ServiceNotAvailable, "broker is shutting down")
+		remark = "broker is shutting down"
 	case b.role.fenced.Load():
-		b.reply(w, req, remoting.ServiceNotAvailable, "writes fenced: "+b.fenceText())
+		remark = "writes fenced: " + b.fenceText()
 	case b.store.Err() != nil:
-		b.reply(w, req, remoting.ServiceNotAvailable, "store is read-only: "+b.store.Err().Error())
+		remark = "store is read-only: " + b.store.Err().Error()
 	default:
 		return false
 	}
-	b.sendRejects.Add(1)
+	b.sendRejects.Add(1) // before the answer: a client that has it finds it counted
+	b.reply(w, req, remoting.ServiceNotAvailable, remark)
 	return true
 }
 

@@ -860,6 +860,7 @@ func (c *ServerConn) dispatch(r *serverRequest, size int64) {
 		}
 		c.batch = ih
 		c.batchN++
+		r.w.direct = true
 		c.serve(h, r, size)
 		return
 	}
@@ -1006,6 +1007,11 @@ type responseWriter struct {
 	oneway  bool
 	charge  int64 // budget held until the answer is queued
 	written atomic.Bool
+	// direct: the request is an InlineHandler's (a send), whose answer, when it is the
+	// connection's only one, is written by the goroutine that answers (link.sendDirect). Other
+	// answers leave through the writer, so that whatever a handler does after writing its
+	// answer (counting it) comes before the client reads it, as it did.
+	direct bool
 }
 
 func (w *responseWriter) Conn() *ServerConn { return w.conn }
@@ -1024,7 +1030,7 @@ func (w *responseWriter) Write(resp *Command) error {
 	resp.Remark = capRemark(resp.Remark)
 	resp.Opaque = w.opaque
 	resp.Flag |= FlagResponse
-	if w.conn.unanswered.Add(-1) == 0 {
+	if w.conn.unanswered.Add(-1) == 0 && w.direct {
 		if done, err := w.conn.link.sendDirect(resp); done {
 			return err
 		}
@@ -1046,7 +1052,7 @@ func (w *responseWriter) WriteNoWait(resp *Command) (bool, error) {
 	resp.Remark = capRemark(resp.Remark)
 	resp.Opaque = w.opaque
 	resp.Flag |= FlagResponse
-	if w.conn.unanswered.Add(-1) == 0 {
+	if w.conn.unanswered.Add(-1) == 0 && w.direct {
 		if done, err := w.conn.link.sendDirect(resp); done {
 			w.conn.releaseRequest(w.charge)
 			return true, err
