@@ -36,7 +36,7 @@ func TestFrameReaderBurstReads(t *testing.T) {
 			for i := 0; i < frames; i++ {
 				f, err := fr.read()
 				require.NoError(t, err, "frame %d", i)
-				sawBurst = sawBurst || fr.burst
+				sawBurst = sawBurst || fr.burstBuf != nil
 				c, err := DecodeFrame(f.data)
 				require.NoError(t, err)
 				require.EqualValues(t, i, c.Opaque)

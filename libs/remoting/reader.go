@@ -188,10 +188,11 @@ type frameReader struct {
 	charged int64       // bytes of buf charged to budget
 
 	// raw reads the socket for burst reads (a plain TCP server connection; nil: none); busy:
-	// the last read filled its room; burst: buf is a burst buffer (see Burst reads).
-	raw   syscall.RawConn
-	busy  bool
-	burst bool
+	// the last read filled its room; burstBuf: the burst buffer buf is, from burstBuffers
+	// (nil: none; see Burst reads).
+	raw      syscall.RawConn
+	busy     bool
+	burstBuf *[]byte
 	// burstN and burstErr are burstRead's result, set by burstFn, which is made once.
 	burstN   int
 	burstErr error
@@ -232,7 +233,7 @@ func (fr *frameReader) release() {
 	if fr.r == fr.w {
 		fr.r, fr.w = 0, 0
 	}
-	if fr.burst && fr.w-fr.r <= minReadBuffer {
+	if fr.burstBuf != nil && fr.w-fr.r <= minReadBuffer {
 		fr.endBurst()
 		return
 	}
@@ -247,7 +248,7 @@ func (fr *frameReader) release() {
 
 // close gives back the budget charge; the reader must not be used after.
 func (fr *frameReader) close() {
-	if fr.burst {
+	if fr.burstBuf != nil {
 		fr.endBurst()
 	}
 	fr.budget.release(fr.charged)
@@ -281,64 +282,63 @@ func (fr *frameReader) burstRead() (int, error) {
 	if rerr := fr.raw.Read(fr.burstFn); rerr != nil && fr.burstErr == nil {
 		fr.burstErr = rerr // a deadline, or the connection closed
 	}
-	if fr.burstN <= 0 && fr.burstErr == nil {
-		fr.burstErr = io.EOF
-	}
-	return max(fr.burstN, 0), fr.burstErr
+	return fr.burstN, fr.burstErr
 }
 
 // burstAttempt is one attempt of the socket read (RawConn.Read calls it until it reports
 // done): it takes a burst buffer and its charge, copies the buffered bytes to its front and
 // reads after them; when the socket has nothing yet both go back while the reader waits.
+// Without the charge it reads into buf.
 func (fr *frameReader) burstAttempt(fd uintptr) bool {
 	const charge = burstReadBuffer - minReadBuffer
-	if !fr.budget.acquire(charge) {
-		n, err := syscall.Read(int(fd), fr.buf[fr.w:])
+	for {
+		var bp *[]byte
+		dst, k := fr.buf[fr.w:], 0
+		if fr.budget.acquire(charge) {
+			bp = burstBuffers.Get().(*[]byte)
+			k = copy(*bp, fr.buf[fr.r:fr.w])
+			dst = (*bp)[k:]
+		}
+		n, err := syscall.Read(int(fd), dst)
+		if n <= 0 && bp != nil {
+			burstBuffers.Put(bp)
+			fr.budget.release(charge)
+		}
 		switch {
+		case err == syscall.EINTR:
+			continue
 		case err == syscall.EAGAIN:
 			return false
-		case err == syscall.EINTR:
-			return fr.burstAttempt(fd)
-		case n > 0:
+		case n <= 0:
+			if err == nil {
+				err = io.EOF
+			}
+			fr.burstErr = err
+			return true
+		}
+		if bp != nil {
+			fr.buf, fr.r, fr.w = *bp, 0, k+n
+			fr.burstBuf, fr.charged = bp, charge
+		} else {
 			fr.w += n
-		case err == nil:
-			err = io.EOF
 		}
-		fr.burstN, fr.burstErr = n, err
+		fr.burstN = n
 		return true
 	}
-	bp := burstBuffers.Get().(*[]byte)
-	b := *bp
-	k := copy(b, fr.buf[fr.r:fr.w])
-	n, err := syscall.Read(int(fd), b[k:])
-	if n <= 0 {
-		burstBuffers.Put(bp)
-		fr.budget.release(charge)
-		switch {
-		case err == syscall.EAGAIN:
-			return false
-		case err == syscall.EINTR:
-			return fr.burstAttempt(fd)
-		case err == nil:
-			err = io.EOF
-		}
-		fr.burstN, fr.burstErr = 0, err
-		return true
-	}
-	fr.buf, fr.r, fr.w = b, 0, k+n
-	fr.burst, fr.charged = true, charge
-	fr.burstN = n
-	return true
+}
+
+// putBurst gives the burst buffer back to the pool (buf must be replaced by the caller).
+func (fr *frameReader) putBurst() {
+	burstBuffers.Put(fr.burstBuf)
+	fr.burstBuf = nil
 }
 
 // endBurst gives the burst buffer back, keeping what is buffered (at most minReadBuffer bytes)
 // in the small one.
 func (fr *frameReader) endBurst() {
 	n := copy(fr.small, fr.buf[fr.r:fr.w])
-	b := fr.buf
-	burstBuffers.Put(&b)
+	fr.putBurst()
 	fr.buf, fr.r, fr.w = fr.small, 0, n
-	fr.burst = false
 	fr.budget.release(fr.charged)
 	fr.charged = 0
 }
@@ -393,9 +393,9 @@ func (fr *frameReader) readMore() error {
 			err error
 		)
 		room := len(fr.buf) - fr.w
-		if fr.busy && fr.raw != nil && !fr.burst && len(fr.buf) == minReadBuffer && fr.w-fr.r < minReadBuffer {
+		if fr.busy && fr.raw != nil && fr.burstBuf == nil && len(fr.buf) == minReadBuffer && fr.w-fr.r < minReadBuffer {
 			n, err = fr.burstRead()
-			if fr.burst {
+			if fr.burstBuf != nil {
 				room = burstReadBuffer - (fr.w - n) // buf is the burst buffer now
 			}
 		} else {
@@ -483,10 +483,8 @@ func (fr *frameReader) grow(n int) bool {
 	fr.w = copy(nb, fr.buf[fr.r:fr.w])
 	fr.r = 0
 	switch {
-	case fr.burst:
-		b := fr.buf
-		burstBuffers.Put(&b)
-		fr.burst = false
+	case fr.burstBuf != nil:
+		fr.putBurst()
 	case len(fr.buf) > minReadBuffer:
 		fr.discard(fr.buf)
 	}
