@@ -89,6 +89,11 @@ type Config struct {
 	WriteBuffer int
 	// CommitInterval is how often a non-empty WriteBuffer is written to the file. Default 1ms.
 	CommitInterval time.Duration
+	// TailCacheBytes is the size of the in-memory copy of the newest CommitLog bytes written
+	// (tailcache.go), from which the dispatcher, HA sends and fresh reads are served without
+	// reading the file back; it is allocated in 1 MiB chunks as the log grows. 0 turns it off.
+	// Default 16 MiB.
+	TailCacheBytes int
 	// MessageIndexEnable keeps the message index (index/): KEYS and UNIQ_KEY of every
 	// stored message, for QueryIndex. Default true.
 	MessageIndexEnable bool
@@ -134,6 +139,7 @@ func DefaultConfig() Config {
 		MaxHashSlotNum:        500000,
 		MaxIndexNum:           2000000,
 		CommitInterval:        time.Millisecond,
+		TailCacheBytes:        16 << 20,
 		StoreHost:             netip.AddrPortFrom(netip.AddrFrom4([4]byte{127, 0, 0, 1}), 10911),
 		FS:                    vfs.Default,
 		Logger:                discardLogger(),
@@ -183,6 +189,8 @@ func (c Config) Validate() error {
 		return bad("RecoveryCheckSegments", "must not be negative", c.RecoveryCheckSegments)
 	case c.WriteBuffer < 0:
 		return bad("WriteBuffer", "must not be negative", c.WriteBuffer)
+	case c.TailCacheBytes < 0 || c.TailCacheBytes > 1<<30:
+		return bad("TailCacheBytes", "must be within 0..1 GiB", c.TailCacheBytes)
 	case c.WriteBuffer > 0 && c.CommitInterval <= 0:
 		return bad("CommitInterval", "must be positive with a WriteBuffer", c.CommitInterval)
 	case c.MessageIndexEnable && (c.MaxHashSlotNum < 1 || c.MaxHashSlotNum > maxIndexSlots):

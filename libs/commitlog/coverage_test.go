@@ -59,34 +59,54 @@ func requireQueue(t *testing.T, s *Store, topic string, qid int32, want []Append
 	}
 }
 
-// writesUnder counts write, truncate and create operations on paths under dir while fn runs.
+// opCounter counts the write, truncate, create and remove operations (ops), and apart from
+// them the reads, by path.
 type opCounter struct {
-	mu  sync.Mutex
-	ops map[string]int
+	mu    sync.Mutex
+	ops   map[string]int
+	reads map[string]int
 }
 
 func countingFS(mem *vfs.MemFS) (*vfs.ErrorFS, *opCounter) {
-	c := &opCounter{ops: map[string]int{}}
+	c := &opCounter{ops: map[string]int{}, reads: map[string]int{}}
 	return vfs.NewErrorFS(mem, vfs.InjectorFunc(func(op vfs.Op, name string) error {
-		if op == vfs.OpWrite || op == vfs.OpTruncate || op == vfs.OpCreate || op == vfs.OpRemove {
+		switch op {
+		case vfs.OpWrite, vfs.OpTruncate, vfs.OpCreate, vfs.OpRemove:
 			c.mu.Lock()
 			c.ops[name]++
+			c.mu.Unlock()
+		case vfs.OpRead:
+			c.mu.Lock()
+			c.reads[name]++
 			c.mu.Unlock()
 		}
 		return nil
 	})), c
 }
 
-func (c *opCounter) under(dir string) int {
+// under is the number of modifying operations on paths under dir.
+func (c *opCounter) under(dir string) int { return c.count(c.ops, dir) }
+
+// readsUnder is the number of reads of paths under dir.
+func (c *opCounter) readsUnder(dir string) int { return c.count(c.reads, dir) }
+
+func (c *opCounter) count(m map[string]int, dir string) int {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	n := 0
-	for name, k := range c.ops {
+	for name, k := range m {
 		if strings.HasPrefix(name, dir+"/") {
 			n += k
 		}
 	}
 	return n
+}
+
+func (c *opCounter) reset() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	clear(c.ops)
+	clear(c.reads)
 }
 
 func cqDir(cfg Config, topic string, qid int) string {

@@ -106,6 +106,9 @@ type Store struct {
 	// segMu guards segs; readers hold it shared across a pread.
 	segMu sync.RWMutex
 	segs  []*segment
+	// tail holds the newest bytes written, for reads that follow the log's end (nil with
+	// TailCacheBytes 0).
+	tail *tailCache
 
 	minOffset  atomic.Int64
 	maxOffset  atomic.Int64
@@ -265,6 +268,7 @@ func Open(cfg Config) (*Store, error) {
 		clDir:        filepath.Join(cfg.Dir, "commitlog"),
 		cqDir:        filepath.Join(cfg.Dir, "consumequeue"),
 		segSize:      cfg.SegmentSize,
+		tail:         newTailCache(cfg.TailCacheBytes),
 		queueOffsets: map[qkey]int64{},
 		flushReq:     make(chan struct{}, 1),
 		sweepReq:     make(chan struct{}, 1),
@@ -473,6 +477,9 @@ func (s *Store) readAt(p []byte, off int64) error {
 	}
 	if off+int64(len(p)) > sg.start+s.segSize {
 		return fmt.Errorf("%w: read [%d,+%d) crosses segment end", ErrBadOffset, off, len(p))
+	}
+	if s.tail.read(p, off, &s.maxOffset) {
+		return nil
 	}
 	n, err := sg.f.ReadAt(p, off-sg.start)
 	if n == len(p) {

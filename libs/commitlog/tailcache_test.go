@@ -1,0 +1,171 @@
+package commitlog
+
+import (
+	"bytes"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/rmqha/rmqha/libs/commitlog/vfs"
+	"github.com/stretchr/testify/require"
+)
+
+// pattern is the byte a test log holds at offset o.
+func pattern(o int64) byte { return byte(o*7 + o>>11) }
+
+func patternBytes(off int64, n int) []byte {
+	b := make([]byte, n)
+	for i := range b {
+		b[i] = pattern(off + int64(i))
+	}
+	return b
+}
+
+func TestTailCacheServesTheNewestBytes(t *testing.T) {
+	tc := newTailCache(2 * tailChunk)
+	var max atomic.Int64
+	// 3.5 MiB written in odd-sized pieces, published after each write as the store does.
+	for off := int64(0); off < 3*tailChunk+tailChunk/2; {
+		n := 70001
+		tc.write(off, patternBytes(off, n))
+		off += int64(n)
+		max.Store(off)
+	}
+	end := max.Load()
+	got := make([]byte, 300000)
+	// The last two chunks ([2 MiB, end)) are served, across their boundary too.
+	for _, off := range []int64{end - 300000, 3*tailChunk - 1000, 2 * tailChunk} {
+		require.True(t, tc.read(got, off, &max), "read at %d", off)
+		require.Equal(t, patternBytes(off, len(got)), got, "bytes at %d", off)
+	}
+	// Older bytes were taken over by newer chunks: the file must serve them.
+	require.False(t, tc.read(got[:10], tailChunk, &max))
+	require.False(t, tc.read(got[:10], 2*tailChunk-20, &max), "a range starting in an evicted chunk")
+	// Nothing at or beyond the max offset is served.
+	require.False(t, tc.read(got[:10], end-5, &max))
+	// A cut forgets everything; bytes written again below the old max are the new ones.
+	tc.invalidate()
+	require.False(t, tc.read(got[:10], end-20, &max))
+	cut := end - 100000
+	max.Store(cut)
+	again := bytes.Repeat([]byte{0xAB}, 50000)
+	tc.write(cut, again)
+	max.Store(cut + int64(len(again)))
+	require.True(t, tc.read(got[:50000], cut, &max))
+	require.Equal(t, again, got[:50000])
+	require.False(t, tc.read(got[:10], cut-10, &max), "below the first byte written after the cut")
+	require.Nil(t, newTailCache(0))
+	require.False(t, (*tailCache)(nil).read(got[:1], 0, &max))
+}
+
+func TestFreshReadsDoNotReadTheFileBack(t *testing.T) {
+	for _, size := range []int{DefaultConfig().TailCacheBytes, 0} {
+		fsys, ops := countingFS(vfs.NewMem())
+		cfg := testConfig(fsys)
+		cfg.SegmentSize = 1 << 20
+		cfg.TailCacheBytes = size
+		s := openStore(t, cfg)
+		ops.reset()
+		var last AppendResult
+		for i := 0; i < 200; i++ {
+			last = mustAppend(t, s, msg("T", int32(i%4), bodyN(i), "a"))
+		}
+		waitDispatched(t, s)
+		raw, err := s.ReadRaw(last.WroteOffset, 1<<16)
+		require.NoError(t, err)
+		require.Equal(t, bodyN(199), bodyOf(t, raw))
+		res := s.GetMessages("T", 3, 0, 16, 1<<20, nil)
+		require.Len(t, res.Records, 16)
+		require.Equal(t, bodyN(3), bodyOf(t, res.Records[0]))
+		if size > 0 {
+			require.Zero(t, ops.readsUnder(s.clDir), "dispatch, raw reads and gets of fresh records read the file")
+		} else {
+			require.NotZero(t, ops.readsUnder(s.clDir), "without the cache every read goes to the file")
+		}
+		require.NoError(t, s.Close())
+	}
+}
+
+// TestTailCacheUnderTruncate reads records near the end of the log while they are appended
+// and the log is cut and written again: every record read is whole (its CRC checks), and
+// under -race no read overlaps a write.
+func TestTailCacheUnderTruncate(t *testing.T) {
+	cfg := testConfig(vfs.NewMem())
+	cfg.SegmentSize = 1 << 20
+	cfg.TailCacheBytes = 2 * tailChunk
+	s := openStore(t, cfg)
+	defer s.Close()
+	var starts sync.Map // offset -> struct{}: records written at some time
+	stop := make(chan struct{})
+	var wg sync.WaitGroup
+	var checked atomic.Int64
+	errs := make(chan error, 4)
+	for r := 0; r < 2; r++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for {
+				select {
+				case <-stop:
+					return
+				default:
+				}
+				starts.Range(func(k, _ any) bool {
+					off := k.(int64)
+					if off < s.MaxOffset()-64<<10 {
+						return true
+					}
+					raw, err := s.ReadRaw(off, 4096)
+					if err != nil {
+						return true // cut meanwhile
+					}
+					if _, _, err := s.checkRecord(raw, off); err != nil {
+						errs <- err
+						return false
+					}
+					checked.Add(1)
+					return true
+				})
+			}
+		}()
+	}
+	deadline := time.Now().Add(20 * time.Second)
+	var recs []int64
+	for i := 0; i < 6000 && time.Now().Before(deadline); i++ {
+		res := mustAppend(t, s, msg("T", int32(i%2), strings.Repeat("x", i%700)+bodyN(i), ""))
+		starts.Store(res.WroteOffset, struct{}{})
+		recs = append(recs, res.WroteOffset)
+		if i%500 == 499 {
+			cut := recs[len(recs)-200]
+			require.NoError(t, s.Truncate(cut))
+			recs = recs[:len(recs)-200]
+		}
+		select {
+		case err := <-errs:
+			t.Fatal(err)
+		default:
+		}
+	}
+	close(stop)
+	wg.Wait()
+	select {
+	case err := <-errs:
+		t.Fatal(err)
+	default:
+	}
+	require.NotZero(t, checked.Load())
+	// Every record still in the log reads back as the file holds it.
+	for _, off := range recs[len(recs)-100:] {
+		raw, err := s.ReadRaw(off, 4096)
+		require.NoError(t, err)
+		_, size, err := s.checkRecord(raw, off)
+		require.NoError(t, err)
+		file := make([]byte, size)
+		sg := s.segmentForLocked(off)
+		_, err = sg.f.ReadAt(file, off-sg.start)
+		require.NoError(t, err)
+		require.Equal(t, file, raw[:size])
+	}
+}
