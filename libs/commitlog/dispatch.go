@@ -16,6 +16,9 @@ func (s *Store) dispatchLoop() {
 	defer s.wg.Done()
 	t := time.NewTicker(100 * time.Millisecond)
 	defer t.Stop()
+	// One pacing timer for every pass (time.After would allocate one per pass).
+	pace := time.NewTimer(dispatchPace)
+	defer pace.Stop()
 	var lastErr error
 	for {
 		select {
@@ -32,8 +35,9 @@ func (s *Store) dispatchLoop() {
 		}
 		// Pace passes (as RocketMQ's reput service does) so that a busy
 		// log is dispatched in batches, not one pass per record.
+		pace.Reset(dispatchPace)
 		select {
-		case <-time.After(dispatchPace):
+		case <-pace.C:
 		case <-s.stopCh:
 			return
 		}
