@@ -517,7 +517,7 @@ func (fr *frameReader) read() (frame, error) {
 	if fr.w == fr.r {
 		fr.started = time.Time{}
 	} else if fr.started.IsZero() {
-		fr.started = fr.now() // pipelined: the next frame's first bytes came with the last read
+		fr.started = fr.lastRead // pipelined: the next frame's first bytes came with the last read
 	}
 	if err := fr.fill(lengthSize); err != nil {
 		return frame{}, err
