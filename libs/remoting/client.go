@@ -353,6 +353,7 @@ func (c *Client) dial(cc *clientConn) {
 	cc.link.raw = raw
 	cc.link.enableDirect()
 	if l := cc.link; l.direct != nil { // quiet writes (quietsock.go)
+		l.directCalls = true
 		l.dwrite = func(fd uintptr) bool {
 			l.dn, l.derr = quietWrite(fd, l.dbuf)
 			return true // never wait for room: what does not fit goes to the writer
