@@ -352,6 +352,13 @@ func (c *Client) dial(cc *clientConn) {
 	cc.link = newLink(nc, c.cfg.WriteTimeout)
 	cc.link.raw = raw
 	cc.link.enableDirect()
+	if l := cc.link; l.direct != nil { // quiet writes (quietsock.go)
+		l.directCalls = true
+		l.dwrite = func(fd uintptr) bool {
+			l.dn, l.derr = quietWrite(fd, l.dbuf)
+			return true // never wait for room: what does not fit goes to the writer
+		}
+	}
 	c.mu.Lock()
 	if c.closed {
 		c.mu.Unlock()
@@ -372,9 +379,23 @@ func (c *Client) dial(cc *clientConn) {
 	close(cc.ready)
 }
 
+// clientReadBuffer is what a client connection reads into, instead of the server side's
+// minReadBuffer: the answers to a window of 64 sends (about 250 bytes each) are 16 KiB, which
+// a 4 KiB buffer took in four reads, each followed by the corked write of the requests its
+// callbacks sent. One buffer per connection a client chose to open, so its size costs little.
+const clientReadBuffer = 64 << 10
+
 func (c *Client) readLoop(cc *clientConn) {
 	defer c.forget(cc)
-	fr := newFrameReader(cc.link.nc, nil, c.cfg.MaxFrameSize, nil, nil, c.cfg.IdleTimeout, 0)
+	var src deadlineReader = cc.link.nc
+	if cc.link.nc == cc.link.raw { // plain TCP: quiet reads (quietsock.go)
+		if q := newQuietReader(cc.link.raw); q != nil {
+			src = q
+		}
+	}
+	fr := newFrameReader(src, nil, c.cfg.MaxFrameSize, nil, nil, c.cfg.IdleTimeout, 0)
+	fr.small = make([]byte, clientReadBuffer)
+	fr.buf = fr.small
 	defer fr.close()
 	// inPlace is the last answer decoded without a copy of its frame (spans: its custom header
 	// fields): valid until the next read, which is after an asynchronous call's callback that

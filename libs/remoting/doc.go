@@ -62,5 +62,8 @@
 // no goroutine, channel or timer per call, for callers that keep many calls in flight
 // (async.go). While the reader handles the frames it holds, the writer is corked; on a plain
 // TCP connection the reader then writes what they queued itself, in one non-blocking write
-// (link.go).
+// (link.go), and a lone Invoke on an idle connection writes its own request. A client
+// connection reads into 64 KiB (a window's answers in one read), and on plain TCP its reads
+// and its own writes are raw system calls that leave the scheduler's monitor asleep
+// (quietsock.go).
 package remoting

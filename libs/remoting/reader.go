@@ -16,9 +16,10 @@ import (
 // Reading frames from a connection
 //
 // A peer announces a frame's length in its first four bytes; that number is never used to
-// allocate. Each connection reads into one buffer that starts at minReadBuffer bytes and grows
-// (doubling, never past the end of the frame being read) only when it is full and the frame is
-// still incomplete, so the buffer is at most twice the bytes that actually arrived. Once a
+// allocate. Each connection reads into one buffer that starts at minReadBuffer bytes (a client
+// connection's at clientReadBuffer, client.go) and grows (doubling, never past the end of the
+// frame being read) only when it is full and the frame is still incomplete, so the buffer is at
+// most twice the bytes that actually arrived. Once a
 // frame has been handed on and nothing more is buffered, a grown buffer is dropped and the
 // connection goes back to its small one: an idle server connection holds minReadBuffer bytes.
 // A client connection (no budget) keeps a grown buffer of up to clientKeepBuffer bytes for the
@@ -517,7 +518,7 @@ func (fr *frameReader) read() (frame, error) {
 	if fr.w == fr.r {
 		fr.started = time.Time{}
 	} else if fr.started.IsZero() {
-		fr.started = fr.now() // pipelined: the next frame's first bytes came with the last read
+		fr.started = fr.lastRead // pipelined: the next frame's first bytes came with the last read
 	}
 	if err := fr.fill(lengthSize); err != nil {
 		return frame{}, err

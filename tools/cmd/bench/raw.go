@@ -50,7 +50,7 @@ func newRawProducer(cfg Config, r *route, i int, st *stats) (*rawProducer, error
 		p.qids = append(p.qids, strconv.Itoa(q.queueID))
 	}
 	var err error
-	if p.fixed, err = newSendTemplates(cfg.Topic); err != nil {
+	if p.fixed, err = newSendTemplates(cfg.Topic, r.write); err != nil {
 		p.close()
 		return nil, err
 	}
@@ -88,46 +88,66 @@ func (a *sendAnswer) DecodeExt(k, v []byte) {
 // sendHeader is SEND_MESSAGE's custom header kept typed and written straight into the frame
 // (Command.ExtAppend), in the sorted key order the map encoding uses, so the frame is byte for
 // byte the one the map would give (TestSendHeaderBytes) without a map walk, a key sort and
-// a JSON escape of fourteen keys per message: the fields every message shares are copied from
-// templates encoded once, between the four a message changes. A signer signs ExtFields only,
-// so signed requests keep the map.
+// a JSON escape of fourteen keys per message: everything but the birth time (and, with -keys,
+// the properties) is copied from templates encoded once per queue. A signer signs ExtFields
+// only, so signed requests keep the map.
 type sendHeader struct {
 	fixed      *sendTemplates
-	bname      string
+	queue      int // index of the message's queue in the producer's queues
 	properties string
-	queueID    int
 	bornMs     int64
 }
 
-// sendTemplates are the runs of fixed fields between the changing ones, in key order.
+// sendTemplates are the runs of fixed fields around the changing ones, in key order: per
+// queue, what comes before the birth time and what follows it.
 type sendTemplates struct {
-	batch, defaults, tail *remoting.ExtTemplate
+	defaults *remoting.ExtTemplate // from defaultTopic to producerGroup
+	queues   []queueTemplates      // in the producer's queue order
 }
 
-func newSendTemplates(topic string) (*sendTemplates, error) {
-	var t sendTemplates
+// queueTemplates are one queue's fixed runs: head before bornTimestamp (batch, bname); rest
+// after it when properties is empty (defaults, properties, queueId, the tail); tail after
+// properties when a message sets them (-keys: queueId and the tail).
+type queueTemplates struct {
+	head, rest, tail *remoting.ExtTemplate
+}
+
+func newSendTemplates(topic string, queues []queueRef) (*sendTemplates, error) {
+	defaults := []string{"defaultTopic", "TBW102", "defaultTopicQueueNums", "4", "flag", "0",
+		"maxReconsumeTimes", "0", "producerGroup", "bench-pg"}
+	t := &sendTemplates{}
 	var err error
-	if t.batch, err = remoting.NewExtTemplate("batch", "false"); err != nil {
+	if t.defaults, err = remoting.NewExtTemplate(defaults...); err != nil {
 		return nil, err
 	}
-	if t.defaults, err = remoting.NewExtTemplate("defaultTopic", "TBW102", "defaultTopicQueueNums", "4", "flag", "0",
-		"maxReconsumeTimes", "0", "producerGroup", "bench-pg"); err != nil {
-		return nil, err
+	for _, q := range queues {
+		tail := []string{"queueId", strconv.Itoa(q.queueID), "reconsumeTimes", "0", "sysFlag", "0", "topic", topic, "unitMode", "false"}
+		var qt queueTemplates
+		if qt.head, err = remoting.NewExtTemplate("batch", "false", "bname", q.brokerName); err != nil {
+			return nil, err
+		}
+		if qt.rest, err = remoting.NewExtTemplate(append(append(defaults[:len(defaults):len(defaults)], "properties", ""), tail...)...); err != nil {
+			return nil, err
+		}
+		if qt.tail, err = remoting.NewExtTemplate(tail...); err != nil {
+			return nil, err
+		}
+		t.queues = append(t.queues, qt)
 	}
-	if t.tail, err = remoting.NewExtTemplate("reconsumeTimes", "0", "sysFlag", "0", "topic", topic, "unitMode", "false"); err != nil {
-		return nil, err
-	}
-	return &t, nil
+	return t, nil
 }
 
 func (h *sendHeader) AppendExt(w remoting.ExtWriter) remoting.ExtWriter {
-	w.Template(h.fixed.batch)
-	w.String("bname", h.bname)
+	q := &h.fixed.queues[h.queue]
+	w.Template(q.head)
 	w.Int("bornTimestamp", h.bornMs)
+	if h.properties == "" {
+		w.Template(q.rest)
+		return w
+	}
 	w.Template(h.fixed.defaults)
 	w.String("properties", h.properties)
-	w.Int("queueId", int64(h.queueID))
-	w.Template(h.fixed.tail)
+	w.Template(q.tail)
 	return w
 }
 
@@ -156,7 +176,7 @@ func (p *rawProducer) requestAt(s *sendSlot, now time.Time) string {
 	k := int(p.next.Add(1)-1) % len(p.queues)
 	q := p.queues[k]
 	if h := s.hdr; h != nil { // typed: numbers are written as they are encoded
-		h.bornMs, h.queueID, h.bname = now.UnixMilli(), q.queueID, q.brokerName
+		h.bornMs, h.queue = now.UnixMilli(), k
 	} else {
 		ext := s.req.ExtFields
 		ext["queueId"] = p.qids[k]

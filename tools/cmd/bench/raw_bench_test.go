@@ -18,11 +18,12 @@ import (
 func BenchmarkRawRequest(b *testing.B) {
 	cfg := DefaultConfig()
 	st := newStats()
-	fixed, err := newSendTemplates(cfg.Topic)
+	queues := []queueRef{{brokerName: "broker-a", queueID: 3, addrs: map[int64]string{0: "127.0.0.1:10911"}}}
+	fixed, err := newSendTemplates(cfg.Topic, queues)
 	if err != nil {
 		b.Fatal(err)
 	}
-	p := &rawProducer{cfg: cfg, st: st, fixed: fixed, queues: []queueRef{{brokerName: "broker-a", queueID: 3, addrs: map[int64]string{0: "127.0.0.1:10911"}}}, qids: []string{"3"}}
+	p := &rawProducer{cfg: cfg, st: st, fixed: fixed, queues: queues, qids: []string{"3"}}
 	fresh := func() *remoting.Command {
 		ext := map[string]string{
 			"producerGroup": "bench-pg", "topic": cfg.Topic, "queueId": strconv.Itoa(3), "sysFlag": "0",

@@ -15,12 +15,13 @@ func TestSendHeaderBytes(t *testing.T) {
 		cfg := DefaultConfig()
 		cfg.Keys = keys
 		st := newStats()
-		fixed, err := newSendTemplates(cfg.Topic)
-		require.NoError(t, err)
-		p := &rawProducer{cfg: cfg, st: st, fixed: fixed, qids: []string{"3", "12"}, queues: []queueRef{
+		queues := []queueRef{
 			{brokerName: "broker-a", queueID: 3, addrs: map[int64]string{0: "127.0.0.1:10911"}},
 			{brokerName: "broker-\"b\"", queueID: 12, addrs: map[int64]string{0: "127.0.0.1:10912"}},
-		}}
+		}
+		fixed, err := newSendTemplates(cfg.Topic, queues)
+		require.NoError(t, err)
+		p := &rawProducer{cfg: cfg, st: st, fixed: fixed, qids: []string{"3", "12"}, queues: queues}
 		typed := p.newSlot()
 		require.NotNil(t, typed.hdr)
 		require.Nil(t, typed.req.ExtFields)

@@ -43,7 +43,7 @@ func (p *rawProducer) runWindow(stop <-chan struct{}) {
 	w := &sendWindow{stop: stop, retry: make(chan *windowSlot, p.cfg.Inflight)}
 	w.live.Add(p.cfg.Inflight)
 	for i := 0; i < p.cfg.Inflight; i++ {
-		(&windowSlot{p: p, w: w, s: p.newSlot()}).send(false)
+		(&windowSlot{p: p, w: w, s: p.newSlot()}).send(false, time.Now())
 	}
 	retired := make(chan struct{})
 	go func() {
@@ -53,19 +53,19 @@ func (p *rawProducer) runWindow(stop <-chan struct{}) {
 	for {
 		select {
 		case ws := <-w.retry:
-			ws.send(false)
+			ws.send(false, time.Now())
 		case <-retired:
 			return
 		}
 	}
 }
 
-// send sends the slot's next message, or retires the slot. From a callback, a refused send
-// hands the slot to the run goroutine; from the run goroutine, it tries the next message.
+// send sends the slot's next message at now, or retires the slot. From a callback, a refused
+// send hands the slot to the run goroutine; from the run goroutine, it tries the next message.
 // Once InvokeAsync accepted a send the slot belongs to its callback, which may already run.
-func (ws *windowSlot) send(fromCallback bool) {
+func (ws *windowSlot) send(fromCallback bool, now time.Time) {
 	p := ws.p
-	for {
+	for first := true; ; first = false {
 		select {
 		case <-ws.w.stop:
 			ws.w.live.Done()
@@ -76,7 +76,9 @@ func (ws *windowSlot) send(fromCallback bool) {
 			ws.w.live.Done()
 			return
 		}
-		now := time.Now()
+		if !first {
+			now = time.Now()
+		}
 		addr := p.requestAt(ws.s, now)
 		ws.s.answer.queueOffset = -1
 		ws.start = now
@@ -96,8 +98,10 @@ func (ws *windowSlot) send(fromCallback bool) {
 	}
 }
 
-// InvokeDone records the answer to the slot's send and sends its next message.
+// InvokeDone records the answer to the slot's send and sends its next message. One clock
+// read serves both: the answer's arrival ends the latency, and the next send starts then.
 func (ws *windowSlot) InvokeDone(resp *remoting.Command, err error) {
+	now := time.Now()
 	if err != nil {
 		ws.p.st.sendDone("", 0, err)
 	} else {
@@ -108,7 +112,7 @@ func (ws *windowSlot) InvokeDone(resp *remoting.Command, err error) {
 			resp.ReleaseExt()
 		}
 		status, err := ws.s.status(resp)
-		ws.p.st.sendDone(status, time.Since(ws.start), err)
+		ws.p.st.sendDone(status, now.Sub(ws.start), err)
 	}
-	ws.send(true)
+	ws.send(true, now)
 }
