@@ -352,12 +352,8 @@ func (c *Client) dial(cc *clientConn) {
 	cc.link = newLink(nc, c.cfg.WriteTimeout)
 	cc.link.raw = raw
 	cc.link.enableDirect()
-	if l := cc.link; l.direct != nil { // quiet writes (quietsock.go)
+	if l := cc.link; l.direct != nil { // (quiet writes, quietsock.go)
 		l.directCalls = true
-		l.dwrite = func(fd uintptr) bool {
-			l.dn, l.derr = quietWrite(fd, l.dbuf)
-			return true // never wait for room: what does not fit goes to the writer
-		}
 	}
 	c.mu.Lock()
 	if c.closed {

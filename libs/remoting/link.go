@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"os"
 	"runtime"
 	"sync"
 	"sync/atomic"
@@ -58,6 +59,11 @@ type link struct {
 	derr   error
 	dwrite func(fd uintptr) bool
 	dspare []byte
+	// wall, wallErr and wallFn are the writer's writeAll state on a plain socket (the writer
+	// owns them while it writes).
+	wall    []byte
+	wallErr error
+	wallFn  func(fd uintptr) bool
 	// directCalls (a client's link with direct writes) lets call write its request itself
 	// (sendDirect) when nothing is queued ahead of it.
 	directCalls bool
@@ -171,7 +177,13 @@ func (l *link) writeLoop() {
 		if l.writeTimeout > 0 {
 			_ = l.nc.SetWriteDeadline(time.Now().Add(l.writeTimeout))
 		}
-		if _, err := l.nc.Write(buf); err != nil {
+		var err error
+		if l.direct != nil {
+			err = l.writeAll(buf)
+		} else {
+			_, err = l.nc.Write(buf)
+		}
+		if err != nil {
 			l.close(fmt.Errorf("%w: write: %w", ErrConnFailed, err))
 			return
 		}
@@ -195,10 +207,41 @@ func (l *link) enableDirect() {
 		return
 	}
 	l.dwrite = func(fd uintptr) bool {
-		l.dn, l.derr = syscall.Write(int(fd), l.dbuf)
+		l.dn, l.derr = quietWrite(fd, l.dbuf)
 		return true // never wait for room: what does not fit goes to the writer
 	}
+	l.wallFn = l.writeAllAttempt
 	l.direct = rc
+}
+
+// writeAll is the writer's write of a batch on a plain TCP socket: quiet writes
+// (quietsock.go), waiting in the poller while the socket is full, under the write deadline.
+func (l *link) writeAll(buf []byte) error {
+	l.wall, l.wallErr = buf, nil
+	err := l.direct.Write(l.wallFn)
+	if err == nil {
+		err = l.wallErr
+	}
+	l.wall, l.wallErr = nil, nil
+	return err
+}
+
+// writeAllAttempt is one attempt of writeAll (RawConn.Write calls it until it reports done).
+func (l *link) writeAllAttempt(fd uintptr) bool {
+	for len(l.wall) > 0 {
+		n, errno := rawIO(syscall.SYS_WRITE, fd, l.wall)
+		switch errno {
+		case 0:
+			l.wall = l.wall[n:]
+		case syscall.EINTR:
+		case syscall.EAGAIN:
+			return false
+		default:
+			l.wallErr = os.NewSyscallError("write", errno)
+			return true
+		}
+	}
+	return true
 }
 
 // directWrite writes what it can of buf without waiting (the socket is non-blocking) and

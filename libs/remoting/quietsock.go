@@ -8,20 +8,21 @@ import (
 	"unsafe"
 )
 
-// Quiet socket calls on a client connection
+// Quiet socket calls on plain TCP connections
 //
 // A read or write made through the syscall package tells the Go scheduler it enters a system
 // call (entersyscall), so that the monitor thread can hand the caller's P to other work if the
 // call blocks. When the process was idle the monitor sleeps, and that first call wakes it; it
-// then polls every 20µs for as long as any goroutine runs. A client that goes idle between
-// batches of answers (an asynchronous window waiting for its server) wakes it once per batch:
-// the monitor thread took about a quarter of such a client's CPU, more than its reader.
+// then polls every 20µs for as long as any goroutine runs. A process that goes idle between
+// batches — a client's asynchronous window waiting for its server, a broker waiting for the
+// next burst of sends — wakes it once per batch: the monitor thread took about a quarter of
+// such a client's CPU, more than its reader.
 //
 // A non-blocking socket's read and write return at once (EAGAIN when they cannot proceed), so
-// they need no P hand-off: a client's plain TCP connection reads and writes with raw system
-// calls instead, through the socket's RawConn, which still waits in the network poller (and
-// honours the read deadline) when there is nothing to read. A TLS connection reads through its
-// record layer as before.
+// they need no P hand-off: plain TCP connections, client and server, read and write with raw
+// system calls instead, through the socket's RawConn, which still waits in the network poller
+// (and honours the deadlines) when there is nothing to read or no room to write. A TLS
+// connection reads and writes through its record layer as before.
 
 // quietReader reads a plain TCP socket with raw read calls; deadlines are the socket's.
 type quietReader struct {

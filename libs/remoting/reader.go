@@ -7,6 +7,7 @@ import (
 	"io"
 	"math/bits"
 	"net"
+	"os"
 	"sync"
 	"sync/atomic"
 	"syscall"
@@ -300,21 +301,21 @@ func (fr *frameReader) burstAttempt(fd uintptr) bool {
 			k = copy(*bp, fr.buf[fr.r:fr.w])
 			dst = (*bp)[k:]
 		}
-		n, err := syscall.Read(int(fd), dst)
+		n, errno := rawIO(syscall.SYS_READ, fd, dst) // a quiet read (quietsock.go)
 		if n <= 0 && bp != nil {
 			burstBuffers.Put(bp)
 			fr.budget.release(charge)
 		}
 		switch {
-		case err == syscall.EINTR:
+		case errno == syscall.EINTR:
 			continue
-		case err == syscall.EAGAIN:
+		case errno == syscall.EAGAIN:
 			return false
+		case errno != 0:
+			fr.burstErr = os.NewSyscallError("read", errno)
+			return true
 		case n <= 0:
-			if err == nil {
-				err = io.EOF
-			}
-			fr.burstErr = err
+			fr.burstErr = io.EOF
 			return true
 		}
 		if bp != nil {

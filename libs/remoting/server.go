@@ -562,7 +562,13 @@ func (c *ServerConn) readLoop() {
 		defer s.wg.Done()
 		c.link.writeLoop()
 	}()
-	fr := newFrameReader(c.link.nc, first, s.cfg.MaxFrameSize, s.budget, &s.spares, s.cfg.IdleTimeout, max(s.cfg.FrameTimeout, 0))
+	var src deadlineReader = c.link.nc
+	if c.link.nc == c.link.raw { // plain TCP: quiet reads (quietsock.go)
+		if q := newQuietReader(c.link.raw); q != nil {
+			src = q
+		}
+	}
+	fr := newFrameReader(src, first, s.cfg.MaxFrameSize, s.budget, &s.spares, s.cfg.IdleTimeout, max(s.cfg.FrameTimeout, 0))
 	if c.link.nc == c.link.raw {
 		fr.enableBurst(c.link.raw) // (not through TLS: the record layer reads the socket)
 	}
