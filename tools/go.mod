@@ -104,3 +104,7 @@ require (
 )
 
 replace github.com/rmqha/rmqha/libs/failover => ../libs/failover
+
+require github.com/rmqha/rmqha/libs/quietsock v0.0.0 // indirect
+
+replace github.com/rmqha/rmqha/libs/quietsock => ../libs/quietsock

@@ -104,3 +104,7 @@ replace github.com/rmqha/rmqha/libs/route => ../route
 replace github.com/rmqha/rmqha/libs/meta => ../meta
 
 replace github.com/rmqha/rmqha/libs/failover => ../failover
+
+require github.com/rmqha/rmqha/libs/quietsock v0.0.0 // indirect
+
+replace github.com/rmqha/rmqha/libs/quietsock => ../quietsock

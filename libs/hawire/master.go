@@ -335,7 +335,7 @@ func (m *Master) acceptLoop() {
 			return
 		}
 		m.nextID++
-		mc := &masterConn{id: m.nextID, c: c, wake: make(chan struct{}, 1)}
+		mc := &masterConn{id: m.nextID, c: withQuietIO(c), wake: make(chan struct{}, 1)}
 		m.conns[mc.id] = mc
 		hello := m.st.Connect(mc.id, c.RemoteAddr().String(), nonce, m.now())
 		m.mu.Unlock()
@@ -370,9 +370,7 @@ func (m *Master) write(mc *masterConn, bufs ...[]byte) error {
 	}
 	if total <= writeChunk {
 		_ = mc.c.SetWriteDeadline(time.Now().Add(m.cfg.HousekeepingInterval))
-		nb := net.Buffers(bufs)
-		_, err := nb.WriteTo(mc.c)
-		return err
+		return writeBuffers(mc.c, bufs)
 	}
 	for _, b := range bufs {
 		for len(b) > 0 {

@@ -198,7 +198,7 @@ func (s *Slave) run() {
 			}
 			continue
 		}
-		rec, err := s.session(conn, addr)
+		rec, err := s.session(withQuietIO(conn), addr)
 		_ = conn.Close()
 		if rec != nil && (rec.Kind == RecoverTruncate || rec.Kind == RecoverReset) {
 			if rerr := s.recover(*rec); rerr != nil {

@@ -47,3 +47,7 @@ require github.com/rmqha/rmqha/libs/meta v0.0.0
 replace github.com/rmqha/rmqha/libs/meta => ../meta
 
 replace github.com/rmqha/rmqha/libs/failover => ../failover
+
+require github.com/rmqha/rmqha/libs/quietsock v0.0.0 // indirect
+
+replace github.com/rmqha/rmqha/libs/quietsock => ../quietsock

@@ -23,3 +23,7 @@ require (
 )
 
 replace github.com/rmqha/rmqha/libs/remoting => ../remoting
+
+require github.com/rmqha/rmqha/libs/quietsock v0.0.0 // indirect
+
+replace github.com/rmqha/rmqha/libs/quietsock => ../quietsock

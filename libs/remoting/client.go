@@ -12,6 +12,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/rmqha/rmqha/libs/quietsock"
 	"github.com/sirupsen/logrus"
 )
 
@@ -352,7 +353,7 @@ func (c *Client) dial(cc *clientConn) {
 	cc.link = newLink(nc, c.cfg.WriteTimeout)
 	cc.link.raw = raw
 	cc.link.enableDirect()
-	if l := cc.link; l.direct != nil { // (quiet writes, quietsock.go)
+	if l := cc.link; l.direct != nil {
 		l.directCalls = true
 	}
 	c.mu.Lock()
@@ -384,8 +385,8 @@ const clientReadBuffer = 64 << 10
 func (c *Client) readLoop(cc *clientConn) {
 	defer c.forget(cc)
 	var src deadlineReader = cc.link.nc
-	if cc.link.nc == cc.link.raw { // plain TCP: quiet reads (quietsock.go)
-		if q := newQuietReader(cc.link.raw); q != nil {
+	if cc.link.nc == cc.link.raw { // plain TCP: quiet reads (libs/quietsock)
+		if q := quietsock.NewReader(cc.link.raw); q != nil {
 			src = q
 		}
 	}

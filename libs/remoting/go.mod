@@ -3,6 +3,7 @@ module github.com/rmqha/rmqha/libs/remoting
 go 1.26
 
 require (
+	github.com/rmqha/rmqha/libs/quietsock v0.0.0
 	github.com/apache/rocketmq-client-go/v2 v2.1.3-0.20251226070945-2173d070fd1b
 	github.com/sirupsen/logrus v1.10.2
 	github.com/stretchr/testify v1.12.1
@@ -26,3 +27,5 @@ require (
 	golang.org/x/tools v0.0.0-20201224043029-2b0845dc783e // indirect
 	gopkg.in/natefinch/lumberjack.v2 v2.0.0 // indirect
 )
+
+replace github.com/rmqha/rmqha/libs/quietsock => ../quietsock

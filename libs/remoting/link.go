@@ -5,12 +5,13 @@ import (
 	"errors"
 	"fmt"
 	"net"
-	"os"
 	"runtime"
 	"sync"
 	"sync/atomic"
 	"syscall"
 	"time"
+
+	"github.com/rmqha/rmqha/libs/quietsock"
 )
 
 const (
@@ -59,11 +60,9 @@ type link struct {
 	derr   error
 	dwrite func(fd uintptr) bool
 	dspare []byte
-	// wall, wallErr and wallFn are the writer's writeAll state on a plain socket (the writer
-	// owns them while it writes).
-	wall    []byte
-	wallErr error
-	wallFn  func(fd uintptr) bool
+	// quiet is the writer's writer on a plain socket (libs/quietsock): its batches are written
+	// with raw system calls, waiting in the poller while the socket is full.
+	quiet *quietsock.Writer
 	// directCalls (a client's link with direct writes) lets call write its request itself
 	// (sendDirect) when nothing is queued ahead of it.
 	directCalls bool
@@ -178,8 +177,8 @@ func (l *link) writeLoop() {
 			_ = l.nc.SetWriteDeadline(time.Now().Add(l.writeTimeout))
 		}
 		var err error
-		if l.direct != nil {
-			err = l.writeAll(buf)
+		if l.quiet != nil {
+			_, err = l.quiet.Write(buf)
 		} else {
 			_, err = l.nc.Write(buf)
 		}
@@ -207,41 +206,11 @@ func (l *link) enableDirect() {
 		return
 	}
 	l.dwrite = func(fd uintptr) bool {
-		l.dn, l.derr = quietWrite(fd, l.dbuf)
+		l.dn, l.derr = quietsock.TryWrite(fd, l.dbuf)
 		return true // never wait for room: what does not fit goes to the writer
 	}
-	l.wallFn = l.writeAllAttempt
+	l.quiet = quietsock.NewWriter(l.raw)
 	l.direct = rc
-}
-
-// writeAll is the writer's write of a batch on a plain TCP socket: quiet writes
-// (quietsock.go), waiting in the poller while the socket is full, under the write deadline.
-func (l *link) writeAll(buf []byte) error {
-	l.wall, l.wallErr = buf, nil
-	err := l.direct.Write(l.wallFn)
-	if err == nil {
-		err = l.wallErr
-	}
-	l.wall, l.wallErr = nil, nil
-	return err
-}
-
-// writeAllAttempt is one attempt of writeAll (RawConn.Write calls it until it reports done).
-func (l *link) writeAllAttempt(fd uintptr) bool {
-	for len(l.wall) > 0 {
-		n, errno := rawIO(syscall.SYS_WRITE, fd, l.wall)
-		switch errno {
-		case 0:
-			l.wall = l.wall[n:]
-		case syscall.EINTR:
-		case syscall.EAGAIN:
-			return false
-		default:
-			l.wallErr = os.NewSyscallError("write", errno)
-			return true
-		}
-	}
-	return true
 }
 
 // directWrite writes what it can of buf without waiting (the socket is non-blocking) and

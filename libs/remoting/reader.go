@@ -12,6 +12,8 @@ import (
 	"sync/atomic"
 	"syscall"
 	"time"
+
+	"github.com/rmqha/rmqha/libs/quietsock"
 )
 
 // Reading frames from a connection
@@ -301,7 +303,7 @@ func (fr *frameReader) burstAttempt(fd uintptr) bool {
 			k = copy(*bp, fr.buf[fr.r:fr.w])
 			dst = (*bp)[k:]
 		}
-		n, errno := rawIO(syscall.SYS_READ, fd, dst) // a quiet read (quietsock.go)
+		n, errno := quietsock.RawRead(fd, dst) // a quiet read (libs/quietsock)
 		if n <= 0 && bp != nil {
 			burstBuffers.Put(bp)
 			fr.budget.release(charge)

@@ -14,6 +14,7 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/rmqha/rmqha/libs/quietsock"
 	"github.com/sirupsen/logrus"
 )
 
@@ -563,8 +564,8 @@ func (c *ServerConn) readLoop() {
 		c.link.writeLoop()
 	}()
 	var src deadlineReader = c.link.nc
-	if c.link.nc == c.link.raw { // plain TCP: quiet reads (quietsock.go)
-		if q := newQuietReader(c.link.raw); q != nil {
+	if c.link.nc == c.link.raw { // plain TCP: quiet reads (libs/quietsock)
+		if q := quietsock.NewReader(c.link.raw); q != nil {
 			src = q
 		}
 	}

@@ -84,3 +84,7 @@ replace github.com/rmqha/rmqha/libs/route => ../../libs/route
 replace github.com/rmqha/rmqha/libs/meta => ../../libs/meta
 
 replace github.com/rmqha/rmqha/libs/failover => ../../libs/failover
+
+require github.com/rmqha/rmqha/libs/quietsock v0.0.0 // indirect
+
+replace github.com/rmqha/rmqha/libs/quietsock => ../../libs/quietsock

@@ -100,3 +100,7 @@ require github.com/rmqha/rmqha/libs/meta v0.0.0
 replace github.com/rmqha/rmqha/libs/meta => ../../libs/meta
 
 replace github.com/rmqha/rmqha/libs/failover => ../../libs/failover
+
+require github.com/rmqha/rmqha/libs/quietsock v0.0.0 // indirect
+
+replace github.com/rmqha/rmqha/libs/quietsock => ../../libs/quietsock

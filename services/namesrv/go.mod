@@ -86,3 +86,7 @@ require github.com/rmqha/rmqha/libs/failover v0.0.0
 replace github.com/rmqha/rmqha/libs/failover => ../../libs/failover
 
 replace github.com/rmqha/rmqha/libs/meta => ../../libs/meta
+
+require github.com/rmqha/rmqha/libs/quietsock v0.0.0 // indirect
+
+replace github.com/rmqha/rmqha/libs/quietsock => ../../libs/quietsock

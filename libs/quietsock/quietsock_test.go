@@ -1,0 +1,178 @@
+package quietsock
+
+import (
+	"bytes"
+	"errors"
+	"io"
+	"net"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+)
+
+// pair returns the two ends of a loopback TCP connection.
+func pair(t *testing.T) (client, server net.Conn) {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	defer ln.Close()
+	accepted := make(chan net.Conn, 1)
+	go func() {
+		c, err := ln.Accept()
+		if err == nil {
+			accepted <- c
+		}
+		close(accepted)
+	}()
+	nc, err := net.Dial("tcp", ln.Addr().String())
+	require.NoError(t, err)
+	peer := <-accepted
+	require.NotNil(t, peer)
+	t.Cleanup(func() { nc.Close(); peer.Close() })
+	return nc, peer
+}
+
+// A quiet reader reads what the socket holds, waits in the poller for more until the read
+// deadline (a timeout error), and reports the peer's close as io.EOF.
+func TestReader(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	defer ln.Close()
+	accepted := make(chan net.Conn, 1)
+	go func() {
+		c, err := ln.Accept()
+		if err == nil {
+			accepted <- c
+		}
+		close(accepted)
+	}()
+	nc, err := net.Dial("tcp", ln.Addr().String())
+	require.NoError(t, err)
+	defer nc.Close()
+	peer := <-accepted
+	require.NotNil(t, peer)
+
+	q := NewReader(nc)
+	require.NotNil(t, q)
+	buf := make([]byte, 64)
+
+	_, err = peer.Write([]byte("hello"))
+	require.NoError(t, err)
+	n, err := q.Read(buf)
+	require.NoError(t, err)
+	require.Equal(t, "hello", string(buf[:n]))
+
+	// Nothing buffered: the read waits in the poller until the deadline.
+	require.NoError(t, q.SetReadDeadline(time.Now().Add(30*time.Millisecond)))
+	_, err = q.Read(buf)
+	var ne net.Error
+	require.True(t, errors.As(err, &ne) && ne.Timeout(), "a passed deadline is a timeout: %v", err)
+
+	// Reads go on once the deadline is lifted.
+	require.NoError(t, q.SetReadDeadline(time.Time{}))
+	_, err = peer.Write([]byte("later"))
+	require.NoError(t, err)
+	n, err = q.Read(buf)
+	require.NoError(t, err)
+	require.Equal(t, "later", string(buf[:n]))
+
+	require.NoError(t, peer.Close())
+	_, err = q.Read(buf)
+	require.ErrorIs(t, err, io.EOF)
+}
+
+// TryWrite writes what the socket takes and reports a closed socket's error.
+func TestTryWrite(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	defer ln.Close()
+	got := make(chan []byte, 1)
+	go func() {
+		c, err := ln.Accept()
+		if err != nil {
+			close(got)
+			return
+		}
+		b, _ := io.ReadAll(c)
+		got <- b
+	}()
+	nc, err := net.Dial("tcp", ln.Addr().String())
+	require.NoError(t, err)
+	rc, err := nc.(*net.TCPConn).SyscallConn()
+	require.NoError(t, err)
+	var n int
+	var werr error
+	require.NoError(t, rc.Write(func(fd uintptr) bool {
+		n, werr = TryWrite(fd, []byte("frame bytes"))
+		return true
+	}))
+	require.NoError(t, werr)
+	require.Equal(t, len("frame bytes"), n)
+	require.NoError(t, nc.Close())
+	require.Equal(t, "frame bytes", string(<-got))
+}
+
+// A Writer writes several buffers, far more than the socket holds, in order: it waits in the
+// poller while the peer is slow to read.
+func TestWriterWritesBuffersInOrder(t *testing.T) {
+	nc, peer := pair(t)
+	w := NewWriter(nc)
+	require.NotNil(t, w)
+	bufs := [][]byte{[]byte("head:"), {}, bytes.Repeat([]byte("a"), 3<<20), []byte(":mid:"), bytes.Repeat([]byte("b"), 5<<20), []byte(":end")}
+	var want []byte
+	for _, b := range bufs {
+		want = append(want, b...)
+	}
+	want = append(want, '!') // the Write after them
+	got := make(chan []byte, 1)
+	go func() {
+		var all []byte
+		buf := make([]byte, 4096)
+		for len(all) < len(want) {
+			n, err := peer.Read(buf)
+			if err != nil {
+				break
+			}
+			all = append(all, buf[:n]...)
+		}
+		got <- all
+	}()
+	require.NoError(t, w.WriteBuffers(bufs...))
+	n, err := w.Write([]byte("!"))
+	require.NoError(t, err)
+	require.Equal(t, 1, n)
+	all := <-got
+	require.True(t, bytes.Equal(want, all), "bytes arrive whole and in order")
+}
+
+// A Writer's write to a peer that never reads ends at the socket's write deadline, with a
+// timeout; one to a closed peer fails.
+func TestWriterDeadlineAndClosedPeer(t *testing.T) {
+	nc, peer := pair(t)
+	w := NewWriter(nc)
+	require.NotNil(t, w)
+	require.NoError(t, nc.SetWriteDeadline(time.Now().Add(100*time.Millisecond)))
+	err := w.WriteBuffers(bytes.Repeat([]byte("x"), 64<<20))
+	var ne net.Error
+	require.True(t, errors.As(err, &ne) && ne.Timeout(), "a passed deadline is a timeout: %v", err)
+
+	require.NoError(t, nc.SetWriteDeadline(time.Time{}))
+	require.NoError(t, peer.Close())
+	deadline := time.Now().Add(10 * time.Second)
+	for err == nil || errors.As(err, &ne) && ne.Timeout() {
+		require.True(t, time.Now().Before(deadline), "writes to a closed peer keep succeeding")
+		_, err = w.Write(bytes.Repeat([]byte("y"), 1<<20))
+	}
+	require.NotErrorIs(t, err, io.ErrShortWrite)
+}
+
+// Over a connection without a socket of its own (TLS, a pipe) there is no quiet reader or
+// writer.
+func TestNoRawConn(t *testing.T) {
+	a, b := net.Pipe()
+	defer a.Close()
+	defer b.Close()
+	require.Nil(t, NewReader(a))
+	require.Nil(t, NewWriter(a))
+}
