@@ -682,10 +682,18 @@ func (s *Store) recoverIndex(rep *RecoveryReport, d int64) error {
 		rep.IndexFrom = max(ix.indexedTo, s.minOffset.Load())
 	}
 	if ix.indexedTo < d {
+		// What it lacks below d is indexed by the recovery pass (recoveryFeed) or indexTo.
+		ix.indexedTo = max(ix.indexedTo, s.minOffset.Load())
+	}
+	return nil
+}
+
+// indexTo indexes from the CommitLog what the index lacks below d (recovery).
+func (s *Store) indexTo(d int64) error {
+	if ix := s.idx; ix != nil && ix.err == nil && ix.indexedTo < d {
 		if err := s.indexCatchUp(ix.indexedTo, d); err != nil {
 			_ = ix.fail(err)
 		}
-		s.log.WithField("from", rep.IndexFrom).WithField("to", d).Info("message index rebuilt from the CommitLog")
 	}
 	return nil
 }

@@ -6,6 +6,8 @@ import (
 	"io/fs"
 	"path/filepath"
 	"strconv"
+
+	"github.com/rmqha/rmqha/libs/commitlog/vfs"
 )
 
 // RecoveryReport says what Open found and what it repaired.
@@ -149,6 +151,11 @@ func (s *Store) recover() error {
 			crashed = true
 		}
 	}
+	// One pass over the log validates it and, after a crash, indexes and dispatches what it
+	// validated (recoveryFeed): the decisions that need the dispatch point are taken first,
+	// against the files as they are, and whatever the pass then cuts is taken back out.
+	filesEnd := s.endOfFiles()
+	scanFrom := int64(-1)
 	if len(s.segs) > 0 {
 		// Validate the newest RecoveryCheckSegments segments always, and
 		// after a crash everything from the last safe point.
@@ -172,44 +179,22 @@ func (s *Store) recover() error {
 		if s.cfg.RecoveryFullScan {
 			from = base
 		}
-		rep.ScannedFrom = from
-		at, file, reason, scanned, err := s.scan(from)
-		if err != nil {
-			return err
-		}
-		rep.ScannedBytes = scanned
-		if at >= 0 {
-			cut(at, file, reason)
-		}
+		scanFrom = from
 	}
 	if rep.CutAt >= 0 {
-		before := s.endOfFiles()
+		// A missing segment: nothing after it is looked at.
 		if err := s.cutSegments(rep.CutAt); err != nil {
 			return err
 		}
-		rep.CutBytes = before - s.endOfFiles()
-		s.log.WithField("offset", rep.CutAt).WithField("file", rep.CutFile).WithField("reason", rep.CutReason).WithField("bytes", rep.CutBytes).Warn("commitlog cut at first invalid byte")
 	}
-	// State.
+	// State, as far as the files tell before they are validated.
 	if len(s.segs) > 0 {
 		s.minOffset.Store(s.segs[0].start)
-		last := s.segs[len(s.segs)-1]
-		s.maxOffset.Store(last.start + last.written)
 	} else {
 		s.minOffset.Store(0)
-		s.maxOffset.Store(0)
 	}
-	max := s.maxOffset.Load()
-	rep.MaxOffset = max
-	// Make what we recovered durable before calling it flushed.
-	for _, sg := range s.segs {
-		if sg.start+s.segSize > cp.flushed || !rep.Clean {
-			if err := sg.f.Sync(); err != nil {
-				return fmt.Errorf("commitlog: sync %s: %w", sg.name, err)
-			}
-		}
-	}
-	s.flushed.Store(max)
+	max := s.endOfFiles()
+	s.maxOffset.Store(max)
 
 	// Consume queues: cut to the last durable dispatch point, then replay.
 	damaged, err := s.loadAllCQ(crashed || s.cfg.RecoveryFullScan)
@@ -231,36 +216,10 @@ func (s *Store) recover() error {
 	}
 	// Coverage: every queue must still hold what the manifest says it held (coverage.go).
 	d, targets := s.checkCoverage(&rep, d, s.minOffset.Load(), max, damaged)
-	if len(s.segs) > 0 && d < rep.ScannedFrom && d < max {
-		// Records about to be dispatched again were not validated yet.
-		from := d - d%s.segSize
-		at, file, reason, scanned, err := s.scan(from)
-		if err != nil {
-			return err
-		}
-		rep.ScannedFrom = from
-		rep.ScannedBytes += scanned
-		if at >= 0 && at < max {
-			before := s.endOfFiles()
-			if err := s.cutSegments(at); err != nil {
-				return err
-			}
-			rep.CutAt, rep.CutFile, rep.CutReason = at, file, reason
-			rep.CutBytes += before - s.endOfFiles()
-			max = at
-			if len(s.segs) > 0 {
-				last := s.segs[len(s.segs)-1]
-				max = last.start + last.written
-			}
-			s.maxOffset.Store(max)
-			s.flushed.Store(max)
-			rep.MaxOffset = max
-			if d > max {
-				d = max
-			}
-		}
+	if scanFrom >= 0 && d < scanFrom && d < max {
+		// Records about to be dispatched again are validated first.
+		scanFrom = d - d%s.segSize
 	}
-	rep.RedispatchFrom = d
 	for _, qs := range s.cqs {
 		for _, cq := range qs {
 			n, err := s.cqCutFrom(cq, d)
@@ -270,17 +229,97 @@ func (s *Store) recover() error {
 			rep.CQUnitsCut += n
 		}
 	}
-	// Incomplete queues are refilled below d from their own records; from d on the
-	// dispatcher rebuilds every queue.
-	if err := s.rebuildTargets(targets, d); err != nil {
-		s.log.WithError(err).Error("rebuilding consume queues from the CommitLog stopped early")
-	}
 	if err := s.recoverIndex(&rep, d); err != nil {
 		return err
 	}
+	if ix := s.idx; ix != nil && ix.indexedTo < d && scanFrom >= 0 && ix.indexedTo < scanFrom {
+		// The index lacks records older than the pass starts at.
+		if err := s.indexCatchUp(ix.indexedTo, min(scanFrom, d)); err != nil {
+			_ = ix.fail(err)
+		}
+	}
 	s.dispatched.Store(d)
+	// before sees d and targets as they are when it runs: in the pass, or after it when a cut
+	// below the dispatch point lowered d.
+	feed := &recoveryFeed{s: s, d: d, before: func() error {
+		// Incomplete queues are refilled below d from their own records (validated by
+		// now); from d on the dispatcher rebuilds every queue.
+		if err := s.rebuildTargets(targets, d); err != nil {
+			s.log.WithError(err).Error("rebuilding consume queues from the CommitLog stopped early")
+		}
+		return s.indexTo(d)
+	}}
+	if scanFrom >= 0 {
+		rep.ScannedFrom = scanFrom
+		at, file, reason, scanned, err := s.scan(scanFrom, feed.consume)
+		if err != nil {
+			return err
+		}
+		rep.ScannedBytes = scanned
+		if at >= 0 {
+			cut(at, file, reason)
+		}
+	}
+	if rep.CutAt >= 0 {
+		if err := s.cutSegments(rep.CutAt); err != nil {
+			return err
+		}
+		rep.CutBytes = filesEnd - s.endOfFiles()
+		s.log.WithField("offset", rep.CutAt).WithField("file", rep.CutFile).WithField("reason", rep.CutReason).WithField("bytes", rep.CutBytes).Warn("commitlog cut at first invalid byte")
+	}
+	max = s.endOfFiles()
+	s.maxOffset.Store(max)
+	rep.MaxOffset = max
+	// Make what we recovered durable before calling it flushed.
+	for _, sg := range s.segs {
+		if sg.start+s.segSize > cp.flushed || !rep.Clean {
+			if err := sg.f.Sync(); err != nil {
+				return fmt.Errorf("commitlog: sync %s: %w", sg.name, err)
+			}
+		}
+	}
+	s.flushed.Store(max)
+	if d > max {
+		// The cut lies below the dispatch point: the pass dispatched nothing, and what the
+		// queues and the index hold from the cut on goes.
+		d = max
+		if max <= s.minOffset.Load() {
+			rep.CQCheck, targets = "empty log", nil
+		}
+		for _, qs := range s.cqs {
+			for _, cq := range qs {
+				n, err := s.cqCutFrom(cq, d)
+				if err != nil {
+					return err
+				}
+				rep.CQUnitsCut += n
+			}
+		}
+		if s.idx != nil && s.idx.indexedTo > d {
+			if err := s.idx.cutTo(d); err != nil {
+				return err
+			}
+		}
+		kept := targets[:0]
+		for _, t := range targets {
+			if t.from < d {
+				kept = append(kept, t)
+			}
+		}
+		targets = kept
+		s.dispatched.Store(d)
+	}
+	if !feed.reached {
+		if err := feed.before(); err != nil {
+			return err
+		}
+	}
+	rep.RedispatchFrom = d
 	if err := s.dispatchLocked(); err != nil {
 		return err
+	}
+	if s.idx != nil && rep.IndexFrom >= 0 {
+		s.log.WithField("from", rep.IndexFrom).WithField("to", d).Info("message index rebuilt from the CommitLog")
 	}
 	if err := s.Err(); err != nil {
 		return err
@@ -328,11 +367,24 @@ func (s *Store) endOfFiles() int64 {
 	return last.start + last.written
 }
 
+// scanChunk is how much of a segment the crash scan reads at a time.
+const scanChunk = 4 << 20
+
 // scan validates records from offset from (a segment start) to the end of
-// the files and returns the first invalid offset (-1 if none).
-func (s *Store) scan(from int64) (at int64, file, reason string, scanned int64, err error) {
-	const chunk = 4 << 20
-	buf := make([]byte, chunk)
+// the files and returns the first invalid offset (-1 if none). consume (when
+// not nil) gets every run of records found valid, in log order and before the
+// next run is validated: b holds whole records, and when it ends with blank
+// padding, the padding's header. While one chunk is checked and consumed the
+// next one is read (readAhead), so that a cold log is read at the disk's rate.
+func (s *Store) scan(from int64, consume func(off int64, b []byte) error) (at int64, file, reason string, scanned int64, err error) {
+	bufs := [2][]byte{make([]byte, scanChunk)}
+	cur := 0
+	var ahead *readAhead
+	defer func() {
+		if ahead != nil {
+			ahead.wait() // the files may be cut as soon as scan returns
+		}
+	}()
 	for i, sg := range s.segs {
 		if sg.start+s.segSize <= from {
 			continue
@@ -341,15 +393,44 @@ func (s *Store) scan(from int64) (at int64, file, reason string, scanned int64, 
 		pos := int64(0)
 		for pos < sg.written {
 			n := sg.written - pos
-			if n > chunk {
-				n = chunk
+			if n > scanChunk {
+				n = scanChunk
 			}
-			b := buf[:n]
-			k, rerr := sg.f.ReadAt(b, pos)
+			var b []byte
+			var k int
+			var rerr error
+			if ahead != nil && ahead.f == sg.f && ahead.off == pos && int64(len(ahead.buf)) == n {
+				ahead.wait()
+				b, k, rerr, cur = ahead.buf, ahead.n, ahead.err, ahead.idx
+			} else {
+				if ahead != nil {
+					ahead.wait()
+				}
+				b = bufs[cur][:n]
+				k, rerr = sg.f.ReadAt(b, pos)
+			}
+			ahead = nil
 			if int64(k) < n {
 				return sg.start + pos, sg.name, fmt.Sprintf("read failed: %v", rerr), scanned, nil
 			}
+			if next := pos + wholeRecordsEnd(b); next > pos && next < sg.written {
+				// Start reading where the next chunk will most likely begin.
+				o := 1 - cur
+				if bufs[o] == nil {
+					bufs[o] = make([]byte, scanChunk)
+				}
+				ahead = startReadAhead(sg.f, bufs[o][:min(sg.written-next, scanChunk)], next, o)
+			}
 			p := int64(0)
+			consumed := false
+			// emit hands the records validated so far in this chunk to consume.
+			emit := func() error {
+				if consume == nil || consumed || p == 0 {
+					return nil
+				}
+				consumed = true
+				return consume(sg.start+pos, b[:min(p, n)])
+			}
 			for p < n {
 				off := sg.start + pos + p
 				m, size, cerr := s.checkRecord(b[p:], off)
@@ -368,6 +449,12 @@ func (s *Store) scan(from int64) (at int64, file, reason string, scanned int64, 
 								big := make([]byte, want)
 								if k, _ := sg.f.ReadAt(big, pos); int64(k) == want {
 									if _, sz, e := s.checkRecord(big, off); e == nil {
+										if consume != nil {
+											if err := consume(off, big); err != nil {
+												return -1, "", "", scanned, err
+											}
+										}
+										consumed = true
 										p += int64(sz)
 										scanned += int64(sz)
 										continue
@@ -382,6 +469,9 @@ func (s *Store) scan(from int64) (at int64, file, reason string, scanned int64, 
 					break
 				}
 				if cerr != nil {
+					if err := emit(); err != nil {
+						return -1, "", "", scanned, err
+					}
 					var ce *CorruptError
 					if errors.As(cerr, &ce) {
 						return off, sg.name, ce.Reason, scanned, nil
@@ -390,6 +480,9 @@ func (s *Store) scan(from int64) (at int64, file, reason string, scanned int64, 
 				}
 				if m.blank {
 					if sg.written < s.segSize {
+						if err := emit(); err != nil {
+							return -1, "", "", scanned, err
+						}
 						return off, sg.name, "blank padding shorter than the segment", scanned, nil
 					}
 					scanned += int64(size)
@@ -398,6 +491,9 @@ func (s *Store) scan(from int64) (at int64, file, reason string, scanned int64, 
 				}
 				p += int64(size)
 				scanned += int64(size)
+			}
+			if err := emit(); err != nil {
+				return -1, "", "", scanned, err
 			}
 			pos += p
 			if p == 0 {
@@ -409,6 +505,113 @@ func (s *Store) scan(from int64) (at int64, file, reason string, scanned int64, 
 		}
 	}
 	return -1, "", "", scanned, nil
+}
+
+// wholeRecordsEnd is where the whole records at the start of b end, by their size fields
+// alone (0 when b starts with padding or with a record it does not hold whole): where the
+// scan's next chunk begins unless a check fails first.
+func wholeRecordsEnd(b []byte) int64 {
+	p := 0
+	for len(b)-p >= 8 {
+		size := int(int32(be32(b[p:])))
+		if int32(be32(b[p+4:])) == MagicBlank || size < minRecordSize || size > len(b)-p {
+			break
+		}
+		p += size
+	}
+	return int64(p)
+}
+
+// readAhead is one chunk read in the background.
+type readAhead struct {
+	f    vfs.File
+	off  int64
+	buf  []byte
+	idx  int // which of the scan's buffers
+	n    int
+	err  error
+	done chan struct{}
+}
+
+func startReadAhead(f vfs.File, buf []byte, off int64, idx int) *readAhead {
+	r := &readAhead{f: f, off: off, buf: buf, idx: idx, done: make(chan struct{})}
+	go func() {
+		r.n, r.err = f.ReadAt(buf, off)
+		close(r.done)
+	}()
+	return r
+}
+
+func (r *readAhead) wait() { <-r.done }
+
+// recoveryFeed indexes and dispatches the records the crash scan validated, so that the log
+// is read once: records below the dispatch point d only go to the message index (what its
+// unfinished file lost), records from d on go through the dispatcher (queues and index).
+// It stops, leaving the rest to dispatchLocked, at anything that does not follow on.
+type recoveryFeed struct {
+	s *Store
+	d int64
+	// before runs once, when the feed first reaches d: what needs the log validated below d.
+	before  func() error
+	reached bool
+	stopped bool
+}
+
+func (f *recoveryFeed) consume(off int64, b []byte) error {
+	s := f.s
+	if f.stopped {
+		return nil
+	}
+	p := 0
+	at := off // the offset after what the feed stepped over
+	if off < f.d {
+		ix := s.idx
+		indexing := ix != nil && ix.err == nil && ix.indexedTo < f.d
+		if indexing && ix.indexedTo < off {
+			// The index lacks records before this run: indexTo fills them in first.
+			indexing = false
+		}
+		for p < len(b) && at < f.d {
+			if int32(be32(b[p+4:])) == MagicBlank {
+				at, p = s.segEnd(at), len(b)
+				break
+			}
+			size := int(int32(be32(b[p:]))) // validated
+			if indexing && at >= ix.indexedTo {
+				m, err := parseMeta(b[p:])
+				if err != nil {
+					f.stopped = true
+					return nil
+				}
+				_ = ix.indexRecord(&m, at) // a failure stops the index, not the log
+			}
+			p += size
+			at += int64(size)
+		}
+		if indexing {
+			_ = ix.advance(min(at, f.d))
+		}
+		if at > f.d {
+			// A record or padding runs across d: the dispatcher takes it from there.
+			f.stopped = true
+			return nil
+		}
+		if at < f.d || p >= len(b) {
+			return nil
+		}
+	}
+	if at != s.dispatched.Load() {
+		f.stopped = true
+		return nil
+	}
+	if !f.reached {
+		f.reached = true
+		if err := f.before(); err != nil {
+			return err
+		}
+	}
+	_, err := s.dispatchBytes(at, b[p:])
+	return err
 }
 
 // cutSegments makes offset the end of the CommitLog files: later segments are
