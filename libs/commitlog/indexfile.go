@@ -298,10 +298,15 @@ func verifyIndexFile(r io.ReaderAt, size int64, start int64) (indexFileInfo, err
 
 // indexKeyHash is RocketMQ's indexKeyHashMethod over "topic#key": the absolute
 // value of Java's String.hashCode, 0 for Integer.MIN_VALUE.
-func indexKeyHash(topic, key []byte) int32 {
-	h := javaHashCont(0, topic)
-	h = 31*h + '#'
-	h = javaHashCont(h, key)
+func indexKeyHash(topic, key []byte) int32 { return indexKeyHashFrom(indexTopicHash(topic), key) }
+
+// indexTopicHash is the part of indexKeyHash that depends on the topic alone ("topic#"), so
+// that a record's keys hash its topic once.
+func indexTopicHash(topic []byte) int32 { return 31*javaHashCont(0, topic) + '#' }
+
+// indexKeyHashFrom is indexKeyHash from the topic's part th.
+func indexKeyHashFrom(th int32, key []byte) int32 {
+	h := javaHashCont(th, key)
 	if h < 0 {
 		h = -h
 	}
