@@ -117,6 +117,12 @@ func (s *Store) dispatchLocked() error {
 // dispatched offset past them. It returns how many bytes it dispatched (0
 // when buf starts with a partial record).
 func (s *Store) dispatchBytes(d int64, buf []byte) (int, error) {
+	return s.dispatchParsed(d, buf, nil)
+}
+
+// dispatchParsed is dispatchBytes with the first records of buf already parsed: metas[i] is
+// the parseMeta of the i-th record (the crash scan parsed them to validate them).
+func (s *Store) dispatchParsed(d int64, buf []byte, metas []recordMeta) (int, error) {
 	// The runs and the map are the Store's, reused from pass to pass (dispatchMu is held):
 	// a pass allocated about one object every two records for them.
 	pend := s.dpend[:0]
@@ -137,12 +143,18 @@ func (s *Store) dispatchBytes(d int64, buf []byte) (int, error) {
 	}()
 	p := 0
 	for p < len(buf) {
-		m, err := parseMeta(buf[p:])
-		if errors.Is(err, ErrIncomplete) {
-			break // a partial record at the tail: wait for the rest
-		}
-		if err != nil {
-			return 0, s.setReadOnly(s.corruptAt(d+int64(p), "dispatcher: "+err.Error()))
+		var m recordMeta
+		if len(metas) > 0 {
+			m, metas = metas[0], metas[1:]
+		} else {
+			var err error
+			m, err = parseMeta(buf[p:])
+			if errors.Is(err, ErrIncomplete) {
+				break // a partial record at the tail: wait for the rest
+			}
+			if err != nil {
+				return 0, s.setReadOnly(s.corruptAt(d+int64(p), "dispatcher: "+err.Error()))
+			}
 		}
 		if m.blank {
 			p = int(s.segEnd(d+int64(p)) - d)
