@@ -252,6 +252,9 @@ func (s *Store) recover() error {
 	if scanFrom >= 0 {
 		rep.ScannedFrom = scanFrom
 		at, file, reason, scanned, err := s.scan(scanFrom, feed.consume)
+		if err == nil {
+			err = feed.finish()
+		}
 		if err != nil {
 			return err
 		}
@@ -579,6 +582,11 @@ type recoveryFeed struct {
 	before  func() error
 	reached bool
 	stopped bool
+	// run collects the dispatched records of several of the scan's runs, written out once
+	// a chunk's worth (a consume-queue write per queue per run cost a system call each).
+	run *dispatchRun
+	// indexed is the end of the records indexed below d and not yet published, 0 when none.
+	indexed int64
 }
 
 func (f *recoveryFeed) consume(off int64, b []byte, metas []recordMeta) error {
@@ -617,20 +625,31 @@ func (f *recoveryFeed) consume(off int64, b []byte, metas []recordMeta) error {
 			at += int64(m.size)
 		}
 		if indexing {
-			_ = ix.advance(min(at, f.d))
+			// Published (and its entries written) a chunk at a time, and before anything
+			// else indexes: indexCatchUp starts from the published offset.
+			f.indexed = min(at, f.d)
+			if f.indexed-ix.indexedTo >= scanChunk || f.indexed == f.d {
+				f.publishIndex()
+			}
 		}
 		if at > f.d {
 			// A record or padding runs across d: the dispatcher takes it from there.
 			f.stopped = true
+			f.publishIndex()
 			return nil
 		}
 		if at < f.d || p >= len(b) {
 			return nil
 		}
 	}
-	if at != s.dispatched.Load() {
+	f.publishIndex()
+	next := s.dispatched.Load()
+	if f.run != nil {
+		next = f.run.end
+	}
+	if at != next {
 		f.stopped = true
-		return nil
+		return f.finish()
 	}
 	if !f.reached {
 		f.reached = true
@@ -638,8 +657,36 @@ func (f *recoveryFeed) consume(off int64, b []byte, metas []recordMeta) error {
 			return err
 		}
 	}
-	_, err := s.dispatchParsed(at, b[p:], metas)
-	return err
+	if f.run == nil {
+		f.run = s.startRun(at)
+	}
+	if _, err := s.collectRun(f.run, b[p:], metas); err != nil {
+		return err
+	}
+	if f.run.end-f.run.start >= scanChunk {
+		return s.commitRun(f.run)
+	}
+	return nil
+}
+
+// publishIndex advances the index over the records the feed indexed below d.
+func (f *recoveryFeed) publishIndex() {
+	if f.indexed > 0 {
+		_ = f.s.idx.advance(f.indexed)
+		f.indexed = 0
+	}
+}
+
+// finish writes out what the feed collected (the scan is over, or the feed stops).
+func (f *recoveryFeed) finish() error {
+	f.publishIndex()
+	if f.run == nil {
+		return nil
+	}
+	r := f.run
+	f.run = nil
+	defer f.s.endRun(r)
+	return f.s.commitRun(r)
 }
 
 // cutSegments makes offset the end of the CommitLog files: later segments are
