@@ -6,8 +6,6 @@ import (
 	"io/fs"
 	"path/filepath"
 	"strconv"
-
-	"github.com/rmqha/rmqha/libs/commitlog/vfs"
 )
 
 // RecoveryReport says what Open found and what it repaired.
@@ -371,29 +369,85 @@ func (s *Store) endOfFiles() int64 {
 }
 
 // scanChunk is how much of a segment the crash scan reads at a time, and scanEmitRun how
-// much of it it validates before it hands the records on (recoveryFeed): a run that fits
-// in the CPU's cache is still there when the feed parses its properties again.
+// much of it it validates before it hands the records on (recoveryFeed), so that the feed
+// finds them in the cache; scanBuffers chunks are in flight between the two.
 const (
 	scanChunk   = 4 << 20
 	scanEmitRun = 256 << 10
+	scanBuffers = 3
 )
+
+// scanRun is a run of validated records on its way from the scan to its consumer: b holds
+// whole records at offset off, metas their parseMeta results. release (with no records)
+// gives the scan's buffer buf back.
+type scanRun struct {
+	off     int64
+	b       []byte
+	metas   []recordMeta
+	buf     int
+	release bool
+}
 
 // scan validates records from offset from (a segment start) to the end of
 // the files and returns the first invalid offset (-1 if none). consume (when
-// not nil) gets every run of records found valid, in log order and before the
-// next run is validated: b holds whole records, and when it ends with blank
-// padding, the padding's header. While one chunk is checked and consumed the
-// next one is read (readAhead), so that a cold log is read at the disk's rate.
+// not nil) gets every run of records found valid, in log order: b holds whole
+// records, and when it ends with blank padding, the padding's header. The
+// records are read and validated on a goroutine of their own while consume
+// works through the runs before them, so that the log is read while the
+// records already read are indexed and dispatched.
 func (s *Store) scan(from int64, consume func(off int64, b []byte, metas []recordMeta) error) (at int64, file, reason string, scanned int64, err error) {
-	bufs := [2][]byte{make([]byte, scanChunk)}
-	var metas []recordMeta // the parsed records of the chunk, for consume
-	cur := 0
-	var ahead *readAhead
-	defer func() {
-		if ahead != nil {
-			ahead.wait() // the files may be cut as soon as scan returns
-		}
+	if consume == nil {
+		free := make(chan int, 1)
+		free <- 0
+		at, file, reason, scanned = s.scanRuns(from, free, nil, func(r scanRun) bool {
+			if r.release {
+				free <- r.buf
+			}
+			return true
+		})
+		return at, file, reason, scanned, nil
+	}
+	free := make(chan int, scanBuffers)
+	for i := 0; i < scanBuffers; i++ {
+		free <- i
+	}
+	runs := make(chan scanRun, 64)
+	quit := make(chan struct{})
+	go func() {
+		defer close(runs)
+		at, file, reason, scanned = s.scanRuns(from, free, quit, func(r scanRun) bool {
+			select {
+			case runs <- r:
+				return true
+			case <-quit:
+				return false
+			}
+		})
 	}()
+	// Every run is received, after a failure too, so that the scan has stopped reading
+	// (the files may be cut as soon as this returns) when runs is closed.
+	for r := range runs {
+		switch {
+		case r.release:
+			free <- r.buf
+		case err == nil:
+			if err = consume(r.off, r.b, r.metas); err != nil {
+				close(quit)
+			}
+		}
+	}
+	if err != nil {
+		return -1, "", "", scanned, err
+	}
+	return at, file, reason, scanned, nil
+}
+
+// scanRuns is scan's reading and validating side: it takes a buffer from free for every
+// chunk, hands the runs of valid records to emit and gives the buffer back through emit
+// (release) once its last run is out. It stops when emit returns false or quit is closed.
+func (s *Store) scanRuns(from int64, free chan int, quit chan struct{}, emit func(scanRun) bool) (at int64, file, reason string, scanned int64) {
+	var bufs [scanBuffers][]byte
+	var metas [scanBuffers][]recordMeta
 	for i, sg := range s.segs {
 		if sg.start+s.segSize <= from {
 			continue
@@ -405,43 +459,42 @@ func (s *Store) scan(from int64, consume func(off int64, b []byte, metas []recor
 			if n > scanChunk {
 				n = scanChunk
 			}
-			var b []byte
-			var k int
-			var rerr error
-			if ahead != nil && ahead.f == sg.f && ahead.off == pos && int64(len(ahead.buf)) == n {
-				ahead.wait()
-				b, k, rerr, cur = ahead.buf, ahead.n, ahead.err, ahead.idx
-			} else {
-				if ahead != nil {
-					ahead.wait()
-				}
-				b = bufs[cur][:n]
-				k, rerr = sg.f.ReadAt(b, pos)
+			var idx int
+			select {
+			case idx = <-free:
+			case <-quit:
+				return -1, "", "", scanned
 			}
-			ahead = nil
-			if int64(k) < n {
-				return sg.start + pos, sg.name, fmt.Sprintf("read failed: %v", rerr), scanned, nil
+			if bufs[idx] == nil {
+				bufs[idx] = make([]byte, scanChunk)
 			}
-			if next := pos + wholeRecordsEnd(b); next > pos && next < sg.written {
-				// Start reading where the next chunk will most likely begin.
-				o := 1 - cur
-				if bufs[o] == nil {
-					bufs[o] = make([]byte, scanChunk)
-				}
-				ahead = startReadAhead(sg.f, bufs[o][:min(sg.written-next, scanChunk)], next, o)
-			}
+			b := bufs[idx][:n]
+			ms := metas[idx][:0]
+			k, rerr := sg.f.ReadAt(b, pos)
 			p := int64(0)
-			ep := int64(0) // the part of b handed to consume
-			metas = metas[:0]
-			// emit hands the records validated since the last emit to consume.
-			emit := func() error {
+			ep, em := int64(0), 0 // what of b and ms was handed on
+			ok := true
+			// flush hands on the records validated since the last flush.
+			flush := func() bool {
 				end := min(p, n)
-				if consume == nil || ep >= end {
-					return nil
+				if ok && ep < end {
+					ok = emit(scanRun{off: sg.start + pos + ep, b: b[ep:end], metas: ms[em:len(ms):len(ms)], buf: idx})
 				}
-				err := consume(sg.start+pos+ep, b[ep:end], metas)
-				ep, metas = p, metas[:0]
-				return err
+				ep, em = p, len(ms)
+				return ok
+			}
+			// done gives the buffer back (after its last run) and returns the scan's result.
+			done := func(at int64, reason string) (int64, string, string, int64) {
+				metas[idx] = ms
+				flush()
+				emit(scanRun{buf: idx, release: true})
+				if at < 0 {
+					return -1, "", "", scanned
+				}
+				return at, sg.name, reason, scanned
+			}
+			if int64(k) < n {
+				return done(sg.start+pos, fmt.Sprintf("read failed: %v", rerr))
 			}
 			for p < n {
 				off := sg.start + pos + p
@@ -453,9 +506,7 @@ func (s *Store) scan(from int64, consume func(off int64, b []byte, metas []recor
 							want := int64(int32(be32(b)))
 							if int32(be32(b[4:])) == MagicBlank && want > n && pos+want == s.segSize && sg.written == s.segSize {
 								// Padding to the end of a full segment: no need to read it.
-								if consume != nil {
-									metas = append(metas, recordMeta{size: int32(want), blank: true})
-								}
+								ms = append(ms, recordMeta{size: int32(want), blank: true})
 								scanned += want
 								p = want
 								continue
@@ -464,63 +515,46 @@ func (s *Store) scan(from int64, consume func(off int64, b []byte, metas []recor
 								big := make([]byte, want)
 								if k, _ := sg.f.ReadAt(big, pos); int64(k) == want {
 									if bm, sz, e := s.checkRecord(big, off); e == nil {
-										if consume != nil {
-											if err := consume(off, big, []recordMeta{bm}); err != nil {
-												return -1, "", "", scanned, err
-											}
-										}
+										ok = ok && emit(scanRun{off: off, b: big, metas: []recordMeta{bm}, buf: -1})
 										p += int64(sz)
 										ep = p
 										scanned += int64(sz)
 										continue
 									} else {
-										return off, sg.name, e.Error(), scanned, nil
+										return done(off, e.Error())
 									}
 								}
 							}
 						}
-						return off, sg.name, "torn record at end of data", scanned, nil
+						return done(off, "torn record at end of data")
 					}
 					break
 				}
 				if cerr != nil {
-					if err := emit(); err != nil {
-						return -1, "", "", scanned, err
-					}
 					var ce *CorruptError
 					if errors.As(cerr, &ce) {
-						return off, sg.name, ce.Reason, scanned, nil
+						return done(off, ce.Reason)
 					}
-					return off, sg.name, cerr.Error(), scanned, nil
+					return done(off, cerr.Error())
 				}
+				ms = append(ms, m)
 				if m.blank {
 					if sg.written < s.segSize {
-						if err := emit(); err != nil {
-							return -1, "", "", scanned, err
-						}
-						return off, sg.name, "blank padding shorter than the segment", scanned, nil
-					}
-					if consume != nil {
-						metas = append(metas, m)
+						ms = ms[:len(ms)-1]
+						return done(off, "blank padding shorter than the segment")
 					}
 					scanned += int64(size)
 					p = sg.written - pos
 					break
 				}
-				if consume != nil {
-					metas = append(metas, m)
-				}
 				p += int64(size)
 				scanned += int64(size)
-				if p-ep >= scanEmitRun {
-					// Consumed while its bytes are still in the CPU's cache.
-					if err := emit(); err != nil {
-						return -1, "", "", scanned, err
-					}
+				if p-ep >= scanEmitRun && !flush() {
+					break
 				}
 			}
-			if err := emit(); err != nil {
-				return -1, "", "", scanned, err
+			if done(-1, ""); !ok {
+				return -1, "", "", scanned
 			}
 			pos += p
 			if p == 0 {
@@ -528,48 +562,11 @@ func (s *Store) scan(from int64, consume func(off int64, b []byte, metas []recor
 			}
 		}
 		if !isLast && pos < s.segSize {
-			return sg.start + pos, sg.name, "segment ends without blank padding before the next segment", scanned, nil
+			return sg.start + pos, sg.name, "segment ends without blank padding before the next segment", scanned
 		}
 	}
-	return -1, "", "", scanned, nil
+	return -1, "", "", scanned
 }
-
-// wholeRecordsEnd is where the whole records at the start of b end, by their size fields
-// alone (0 when b starts with padding or with a record it does not hold whole): where the
-// scan's next chunk begins unless a check fails first.
-func wholeRecordsEnd(b []byte) int64 {
-	p := 0
-	for len(b)-p >= 8 {
-		size := int(int32(be32(b[p:])))
-		if int32(be32(b[p+4:])) == MagicBlank || size < minRecordSize || size > len(b)-p {
-			break
-		}
-		p += size
-	}
-	return int64(p)
-}
-
-// readAhead is one chunk read in the background.
-type readAhead struct {
-	f    vfs.File
-	off  int64
-	buf  []byte
-	idx  int // which of the scan's buffers
-	n    int
-	err  error
-	done chan struct{}
-}
-
-func startReadAhead(f vfs.File, buf []byte, off int64, idx int) *readAhead {
-	r := &readAhead{f: f, off: off, buf: buf, idx: idx, done: make(chan struct{})}
-	go func() {
-		r.n, r.err = f.ReadAt(buf, off)
-		close(r.done)
-	}()
-	return r
-}
-
-func (r *readAhead) wait() { <-r.done }
 
 // recoveryFeed indexes and dispatches the records the crash scan validated, so that the log
 // is read once: records below the dispatch point d only go to the message index (what its
