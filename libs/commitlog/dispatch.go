@@ -296,6 +296,9 @@ func (s *Store) tagsCode(topic string, m *recordMeta) int64 {
 	if s.cfg.TagsCode != nil {
 		return s.cfg.TagsCode(topic, Props(m.props), m.storeTimestamp)
 	}
+	if m.propsRead {
+		return m.tags
+	}
 	h, _ := Props(m.props).JavaHash(PropertyTags)
 	return int64(h)
 }

@@ -347,8 +347,11 @@ func (ix *indexService) indexRecord(m *recordMeta, phy int64) error {
 	if ix.indexedTo > phy {
 		return nil // already indexed (catch-up overlap)
 	}
-	uniq, _ := lookupPropertyBytes(m.props, PropertyUniqKey)
-	keys, _ := lookupPropertyBytes(m.props, PropertyKeys)
+	uniq, keys := m.uniq, m.keys
+	if !m.propsRead {
+		uniq, _ = lookupPropertyBytes(m.props, PropertyUniqKey)
+		keys, _ = lookupPropertyBytes(m.props, PropertyKeys)
+	}
 	need := 0
 	if len(uniq) > 0 {
 		need++

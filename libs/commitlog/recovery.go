@@ -537,6 +537,9 @@ func (s *Store) scanRuns(from int64, free chan int, quit chan struct{}, emit fun
 					}
 					return done(off, cerr.Error())
 				}
+				if !m.blank && quit != nil { // a consumer indexes and dispatches it
+					s.readProps(&m)
+				}
 				ms = append(ms, m)
 				if m.blank {
 					if sg.written < s.segSize {
@@ -566,6 +569,20 @@ func (s *Store) scanRuns(from int64, free chan int, quit chan struct{}, emit fun
 		}
 	}
 	return -1, "", "", scanned
+}
+
+// readProps looks up what the index and the consume queue take from a record's properties
+// (recordMeta.propsRead).
+func (s *Store) readProps(m *recordMeta) {
+	if s.cfg.MessageIndexEnable {
+		m.uniq, _ = lookupPropertyBytes(m.props, PropertyUniqKey)
+		m.keys, _ = lookupPropertyBytes(m.props, PropertyKeys)
+	}
+	if s.cfg.TagsCode == nil {
+		h, _ := Props(m.props).JavaHash(PropertyTags)
+		m.tags = int64(h)
+	}
+	m.propsRead = true
 }
 
 // recoveryFeed indexes and dispatches the records the crash scan validated, so that the log
