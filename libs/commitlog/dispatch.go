@@ -117,32 +117,74 @@ func (s *Store) dispatchLocked() error {
 // dispatched offset past them. It returns how many bytes it dispatched (0
 // when buf starts with a partial record).
 func (s *Store) dispatchBytes(d int64, buf []byte) (int, error) {
-	// The runs and the map are the Store's, reused from pass to pass (dispatchMu is held):
-	// a pass allocated about one object every two records for them.
-	pend := s.dpend[:0]
-	byCQ := false // whether s.dbyCQ indexes pend
-	defer func() {
-		for i := range pend {
-			pend[i].cq = nil // no queue is kept alive by the scratch slices
-			if cap(pend[i].units) > maxKeptUnits {
-				pend[i].units = nil
-			}
+	r := s.startRun(d)
+	defer s.endRun(r)
+	p, err := s.collectRun(r, buf, nil)
+	if err != nil || p == 0 {
+		return 0, err
+	}
+	if err := s.commitRun(r); err != nil {
+		return 0, err
+	}
+	return p, nil
+}
+
+// dispatchRun is a dispatch pass over consecutive records, possibly collected from more
+// than one buffer (the crash scan hands over one cache-sized run after another), whose
+// units are written and whose end is published once, by commitRun.
+type dispatchRun struct {
+	start, end int64 // the records collected are [start, end)
+	pend       []pendingUnits
+	byCQ       bool // whether s.dbyCQ indexes pend
+}
+
+// startRun begins a run at d (dispatchMu held). The runs and the map are the Store's, reused
+// from pass to pass: a pass allocated about one object every two records for them.
+func (s *Store) startRun(d int64) *dispatchRun {
+	r := &s.drun
+	r.start, r.end, r.pend, r.byCQ = d, d, s.dpend[:0], false
+	return r
+}
+
+// endRun gives the run's scratch back to the Store.
+func (s *Store) endRun(r *dispatchRun) {
+	for i := range r.pend {
+		r.pend[i].cq = nil // no queue is kept alive by the scratch slices
+		if cap(r.pend[i].units) > maxKeptUnits {
+			r.pend[i].units = nil
 		}
-		if cap(pend) <= maxKeptPending {
-			s.dpend = pend[:0]
-		}
-		if byCQ {
-			clear(s.dbyCQ) // only a pass over many queues filled it
-		}
-	}()
+	}
+	if cap(r.pend) <= maxKeptPending {
+		s.dpend = r.pend[:0]
+	}
+	if r.byCQ {
+		clear(s.dbyCQ) // only a pass over many queues filled it
+	}
+	r.pend, r.byCQ = nil, false
+}
+
+// collectRun adds the whole records at the start of buf, which holds the CommitLog from
+// r.end, to the run: their units to r.pend, their keys to the index. metas, when not nil,
+// are the records' parseMeta results, in order. It returns how many bytes it took (0 when
+// buf starts with a partial record).
+func (s *Store) collectRun(r *dispatchRun, buf []byte, metas []recordMeta) (int, error) {
+	d := r.end
+	pend := r.pend
+	defer func() { r.pend = pend }()
 	p := 0
 	for p < len(buf) {
-		m, err := parseMeta(buf[p:])
-		if errors.Is(err, ErrIncomplete) {
-			break // a partial record at the tail: wait for the rest
-		}
-		if err != nil {
-			return 0, s.setReadOnly(s.corruptAt(d+int64(p), "dispatcher: "+err.Error()))
+		var m recordMeta
+		if len(metas) > 0 {
+			m, metas = metas[0], metas[1:]
+		} else {
+			var err error
+			m, err = parseMeta(buf[p:])
+			if errors.Is(err, ErrIncomplete) {
+				break // a partial record at the tail: wait for the rest
+			}
+			if err != nil {
+				return 0, s.setReadOnly(s.corruptAt(d+int64(p), "dispatcher: "+err.Error()))
+			}
 		}
 		if m.blank {
 			p = int(s.segEnd(d+int64(p)) - d)
@@ -167,14 +209,14 @@ func (s *Store) dispatchBytes(d int64, buf []byte) (int, error) {
 				}
 			} else {
 				cq = s.getOrCreateCQ(m.topic, m.queueID)
-				if !byCQ {
+				if !r.byCQ {
 					if s.dbyCQ == nil {
 						s.dbyCQ = make(map[*consumeQueue]int, len(pend))
 					}
 					for j := range pend {
 						s.dbyCQ[pend[j].cq] = j
 					}
-					byCQ = true
+					r.byCQ = true
 				}
 				if j, ok := s.dbyCQ[cq]; ok {
 					i = j
@@ -191,7 +233,7 @@ func (s *Store) dispatchBytes(d int64, buf []byte) (int, error) {
 				} else {
 					pend = append(pend, pendingUnits{cq: cq, q0: m.queueOffset})
 				}
-				if byCQ {
+				if r.byCQ {
 					s.dbyCQ[cq] = i
 				}
 			}
@@ -201,18 +243,23 @@ func (s *Store) dispatchBytes(d int64, buf []byte) (int, error) {
 		}
 		p += int(m.size)
 	}
-	if p == 0 {
-		return 0, nil
-	}
+	r.end = d + int64(p)
+	return p, nil
+}
+
+// commitRun writes the run's units, publishes its end as the dispatched offset and tells
+// the OnDispatch callbacks. The run is empty afterwards and goes on from its end.
+func (s *Store) commitRun(r *dispatchRun) error {
+	pend := r.pend
 	for i := range pend {
 		if err := s.cqPut(pend[i].cq, pend[i].q0, pend[i].units); err != nil {
-			return 0, s.setReadOnly(err)
+			return s.setReadOnly(err)
 		}
 	}
 	if s.idx != nil {
-		_ = s.idx.advance(d + int64(p))
+		_ = s.idx.advance(r.end)
 	}
-	s.dispatched.Store(d + int64(p))
+	s.dispatched.Store(r.end)
 	if len(pend) > 0 {
 		s.cbMu.RLock()
 		fns := s.onDispatch
@@ -231,7 +278,16 @@ func (s *Store) dispatchBytes(d int64, buf []byte) (int, error) {
 			}
 		}
 	}
-	return p, nil
+	for i := range pend {
+		pend[i].cq = nil
+	}
+	r.pend = pend[:0]
+	if r.byCQ {
+		clear(s.dbyCQ)
+		r.byCQ = false
+	}
+	r.start = r.end
+	return nil
 }
 
 // tagsCode is the record's consume-queue tags code; topic is its queue's
@@ -239,6 +295,9 @@ func (s *Store) dispatchBytes(d int64, buf []byte) (int, error) {
 func (s *Store) tagsCode(topic string, m *recordMeta) int64 {
 	if s.cfg.TagsCode != nil {
 		return s.cfg.TagsCode(topic, Props(m.props), m.storeTimestamp)
+	}
+	if m.propsRead {
+		return m.tags
 	}
 	h, _ := Props(m.props).JavaHash(PropertyTags)
 	return int64(h)

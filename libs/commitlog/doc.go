@@ -116,6 +116,13 @@
 // queues are cut back to the checkpoint's dispatched offset and rebuilt by
 // dispatching again.
 //
+// The log is read once for all of it: one goroutine reads and validates it
+// chunk by chunk, and the records it found valid are indexed (what the
+// unfinished index file lost) and dispatched on another while it reads on.
+// The queues' and the index's starting points are therefore decided before
+// the log is validated; a cut below the dispatch point takes both back to
+// the cut.
+//
 // At every start, clean or not, each consume queue is then checked against
 // the coverage manifest (format and rules in coverage.go): a queue whose
 // folder is gone, whose files are short or do not follow each other, whose

@@ -347,8 +347,11 @@ func (ix *indexService) indexRecord(m *recordMeta, phy int64) error {
 	if ix.indexedTo > phy {
 		return nil // already indexed (catch-up overlap)
 	}
-	uniq, _ := lookupPropertyBytes(m.props, PropertyUniqKey)
-	keys, _ := lookupPropertyBytes(m.props, PropertyKeys)
+	uniq, keys := m.uniq, m.keys
+	if !m.propsRead {
+		uniq, _ = lookupPropertyBytes(m.props, PropertyUniqKey)
+		keys, _ = lookupPropertyBytes(m.props, PropertyKeys)
+	}
 	need := 0
 	if len(uniq) > 0 {
 		need++
@@ -374,10 +377,18 @@ func (ix *indexService) indexRecord(m *recordMeta, phy int64) error {
 			return ix.fail(err)
 		}
 	}
+	// One hash of the topic and one lock for all of the record's keys: recovery indexes
+	// every record of a crashed segment again.
+	th := indexTopicHash(m.topic)
+	ix.mu.Lock()
 	if len(uniq) > 0 {
-		ix.put(f, m.topic, uniq, phy, m.storeTimestamp)
+		ix.putLocked(f, th, uniq, phy, m.storeTimestamp)
 	}
-	forEachKey(keys, func(k []byte) { ix.put(f, m.topic, k, phy, m.storeTimestamp) })
+	forEachKey(keys, func(k []byte) { ix.putLocked(f, th, k, phy, m.storeTimestamp) })
+	ix.mu.Unlock()
+	if ix.werr == nil && len(f.pending) >= 64<<10 {
+		ix.werr = ix.flushPending(f)
+	}
 	if ix.werr != nil {
 		return ix.fail(ix.werr)
 	}
@@ -405,13 +416,13 @@ func (ix *indexService) fail(err error) error {
 	return ix.err
 }
 
-// put is RocketMQ's IndexFile.putKey; a record with more keys than the file
-// can take keeps its first ones. Write errors are kept in werr.
-func (ix *indexService) put(f *indexFile, topic, key []byte, phy int64, storeTs int64) {
+// putLocked is RocketMQ's IndexFile.putKey (ix.mu held); th is the key's topic part of the
+// hash (indexTopicHash). A record with more keys than the file can take keeps its first ones.
+func (ix *indexService) putLocked(f *indexFile, th int32, key []byte, phy int64, storeTs int64) {
 	if ix.werr != nil || f.hdr.indexCount-1 >= f.maxNum {
 		return
 	}
-	h := indexKeyHash(topic, key)
+	h := indexKeyHashFrom(th, key)
 	slot := h % f.slotNum
 	prev := f.slots[slot]
 	if prev < 0 || prev >= f.hdr.indexCount {
@@ -428,7 +439,6 @@ func (ix *indexService) put(f *indexFile, topic, key []byte, phy int64, storeTs 
 		}
 	}
 	no := f.hdr.indexCount
-	ix.mu.Lock()
 	if len(f.pending) == 0 {
 		f.pendFirst = no
 	}
@@ -442,10 +452,6 @@ func (ix *indexService) put(f *indexFile, topic, key []byte, phy int64, storeTs 
 	}
 	f.hdr.indexCount++
 	f.hdr.endPhyOffset, f.hdr.endTimestamp = phy, storeTs
-	ix.mu.Unlock()
-	if len(f.pending) >= 64<<10 {
-		ix.werr = ix.flushPending(f)
-	}
 }
 
 // advance records that every record below offset went through indexRecord.
@@ -682,10 +688,18 @@ func (s *Store) recoverIndex(rep *RecoveryReport, d int64) error {
 		rep.IndexFrom = max(ix.indexedTo, s.minOffset.Load())
 	}
 	if ix.indexedTo < d {
+		// What it lacks below d is indexed by the recovery pass (recoveryFeed) or indexTo.
+		ix.indexedTo = max(ix.indexedTo, s.minOffset.Load())
+	}
+	return nil
+}
+
+// indexTo indexes from the CommitLog what the index lacks below d (recovery).
+func (s *Store) indexTo(d int64) error {
+	if ix := s.idx; ix != nil && ix.err == nil && ix.indexedTo < d {
 		if err := s.indexCatchUp(ix.indexedTo, d); err != nil {
 			_ = ix.fail(err)
 		}
-		s.log.WithField("from", rep.IndexFrom).WithField("to", d).Info("message index rebuilt from the CommitLog")
 	}
 	return nil
 }

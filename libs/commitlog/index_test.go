@@ -310,7 +310,7 @@ func TestIndexRetentionDeletesFiles(t *testing.T) {
 }
 
 func TestIndexKeyHashIsJavas(t *testing.T) {
-	for _, k := range []string{"", "a", "key-1", "ключ", "😀x", strings.Repeat("long", 50), "\xff\xfe"} {
+	for _, k := range []string{"", "a", "ab", "abc", "abcd", "key-1", "key-12", "key-123", "key-1234", "ключ", "😀x", "abcdé", "abcdefg\xff", strings.Repeat("long", 50), "\xff\xfe"} {
 		h := JavaStringHash("TopicTest#" + k)
 		want := h
 		if want < 0 {

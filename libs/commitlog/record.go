@@ -344,6 +344,12 @@ type recordMeta struct {
 	props          []byte
 	body           []byte
 	bodyCRC        int32
+	// Set by the crash scan where it validated the record (readProps), while its bytes are
+	// in that core's cache: the index's properties and the default tags code, so that the
+	// goroutine feeding the index and the queues does not look them up again.
+	uniq, keys []byte
+	tags       int64
+	propsRead  bool
 }
 
 // parseMeta walks the length fields of a record (no CRC check); b must hold

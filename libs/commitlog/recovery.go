@@ -149,6 +149,11 @@ func (s *Store) recover() error {
 			crashed = true
 		}
 	}
+	// One pass over the log validates it and, after a crash, indexes and dispatches what it
+	// validated (recoveryFeed): the decisions that need the dispatch point are taken first,
+	// against the files as they are, and whatever the pass then cuts is taken back out.
+	filesEnd := s.endOfFiles()
+	scanFrom := int64(-1)
 	if len(s.segs) > 0 {
 		// Validate the newest RecoveryCheckSegments segments always, and
 		// after a crash everything from the last safe point.
@@ -172,44 +177,22 @@ func (s *Store) recover() error {
 		if s.cfg.RecoveryFullScan {
 			from = base
 		}
-		rep.ScannedFrom = from
-		at, file, reason, scanned, err := s.scan(from)
-		if err != nil {
-			return err
-		}
-		rep.ScannedBytes = scanned
-		if at >= 0 {
-			cut(at, file, reason)
-		}
+		scanFrom = from
 	}
 	if rep.CutAt >= 0 {
-		before := s.endOfFiles()
+		// A missing segment: nothing after it is looked at.
 		if err := s.cutSegments(rep.CutAt); err != nil {
 			return err
 		}
-		rep.CutBytes = before - s.endOfFiles()
-		s.log.WithField("offset", rep.CutAt).WithField("file", rep.CutFile).WithField("reason", rep.CutReason).WithField("bytes", rep.CutBytes).Warn("commitlog cut at first invalid byte")
 	}
-	// State.
+	// State, as far as the files tell before they are validated.
 	if len(s.segs) > 0 {
 		s.minOffset.Store(s.segs[0].start)
-		last := s.segs[len(s.segs)-1]
-		s.maxOffset.Store(last.start + last.written)
 	} else {
 		s.minOffset.Store(0)
-		s.maxOffset.Store(0)
 	}
-	max := s.maxOffset.Load()
-	rep.MaxOffset = max
-	// Make what we recovered durable before calling it flushed.
-	for _, sg := range s.segs {
-		if sg.start+s.segSize > cp.flushed || !rep.Clean {
-			if err := sg.f.Sync(); err != nil {
-				return fmt.Errorf("commitlog: sync %s: %w", sg.name, err)
-			}
-		}
-	}
-	s.flushed.Store(max)
+	max := s.endOfFiles()
+	s.maxOffset.Store(max)
 
 	// Consume queues: cut to the last durable dispatch point, then replay.
 	damaged, err := s.loadAllCQ(crashed || s.cfg.RecoveryFullScan)
@@ -231,36 +214,10 @@ func (s *Store) recover() error {
 	}
 	// Coverage: every queue must still hold what the manifest says it held (coverage.go).
 	d, targets := s.checkCoverage(&rep, d, s.minOffset.Load(), max, damaged)
-	if len(s.segs) > 0 && d < rep.ScannedFrom && d < max {
-		// Records about to be dispatched again were not validated yet.
-		from := d - d%s.segSize
-		at, file, reason, scanned, err := s.scan(from)
-		if err != nil {
-			return err
-		}
-		rep.ScannedFrom = from
-		rep.ScannedBytes += scanned
-		if at >= 0 && at < max {
-			before := s.endOfFiles()
-			if err := s.cutSegments(at); err != nil {
-				return err
-			}
-			rep.CutAt, rep.CutFile, rep.CutReason = at, file, reason
-			rep.CutBytes += before - s.endOfFiles()
-			max = at
-			if len(s.segs) > 0 {
-				last := s.segs[len(s.segs)-1]
-				max = last.start + last.written
-			}
-			s.maxOffset.Store(max)
-			s.flushed.Store(max)
-			rep.MaxOffset = max
-			if d > max {
-				d = max
-			}
-		}
+	if scanFrom >= 0 && d < scanFrom && d < max {
+		// Records about to be dispatched again are validated first.
+		scanFrom = d - d%s.segSize
 	}
-	rep.RedispatchFrom = d
 	for _, qs := range s.cqs {
 		for _, cq := range qs {
 			n, err := s.cqCutFrom(cq, d)
@@ -270,17 +227,100 @@ func (s *Store) recover() error {
 			rep.CQUnitsCut += n
 		}
 	}
-	// Incomplete queues are refilled below d from their own records; from d on the
-	// dispatcher rebuilds every queue.
-	if err := s.rebuildTargets(targets, d); err != nil {
-		s.log.WithError(err).Error("rebuilding consume queues from the CommitLog stopped early")
-	}
 	if err := s.recoverIndex(&rep, d); err != nil {
 		return err
 	}
+	if ix := s.idx; ix != nil && ix.indexedTo < d && scanFrom >= 0 && ix.indexedTo < scanFrom {
+		// The index lacks records older than the pass starts at.
+		if err := s.indexCatchUp(ix.indexedTo, min(scanFrom, d)); err != nil {
+			_ = ix.fail(err)
+		}
+	}
 	s.dispatched.Store(d)
+	// before sees d and targets as they are when it runs: in the pass, or after it when a cut
+	// below the dispatch point lowered d.
+	feed := &recoveryFeed{s: s, d: d, before: func() error {
+		// Incomplete queues are refilled below d from their own records (validated by
+		// now); from d on the dispatcher rebuilds every queue.
+		if err := s.rebuildTargets(targets, d); err != nil {
+			s.log.WithError(err).Error("rebuilding consume queues from the CommitLog stopped early")
+		}
+		return s.indexTo(d)
+	}}
+	if scanFrom >= 0 {
+		rep.ScannedFrom = scanFrom
+		at, file, reason, scanned, err := s.scan(scanFrom, feed.consume)
+		if err == nil {
+			err = feed.finish()
+		}
+		if err != nil {
+			return err
+		}
+		rep.ScannedBytes = scanned
+		if at >= 0 {
+			cut(at, file, reason)
+		}
+	}
+	if rep.CutAt >= 0 {
+		if err := s.cutSegments(rep.CutAt); err != nil {
+			return err
+		}
+		rep.CutBytes = filesEnd - s.endOfFiles()
+		s.log.WithField("offset", rep.CutAt).WithField("file", rep.CutFile).WithField("reason", rep.CutReason).WithField("bytes", rep.CutBytes).Warn("commitlog cut at first invalid byte")
+	}
+	max = s.endOfFiles()
+	s.maxOffset.Store(max)
+	rep.MaxOffset = max
+	// Make what we recovered durable before calling it flushed.
+	for _, sg := range s.segs {
+		if sg.start+s.segSize > cp.flushed || !rep.Clean {
+			if err := sg.f.Sync(); err != nil {
+				return fmt.Errorf("commitlog: sync %s: %w", sg.name, err)
+			}
+		}
+	}
+	s.flushed.Store(max)
+	if d > max {
+		// The cut lies below the dispatch point: the pass dispatched nothing, and what the
+		// queues and the index hold from the cut on goes.
+		d = max
+		if max <= s.minOffset.Load() {
+			rep.CQCheck, targets = "empty log", nil
+		}
+		for _, qs := range s.cqs {
+			for _, cq := range qs {
+				n, err := s.cqCutFrom(cq, d)
+				if err != nil {
+					return err
+				}
+				rep.CQUnitsCut += n
+			}
+		}
+		if s.idx != nil && s.idx.indexedTo > d {
+			if err := s.idx.cutTo(d); err != nil {
+				return err
+			}
+		}
+		kept := targets[:0]
+		for _, t := range targets {
+			if t.from < d {
+				kept = append(kept, t)
+			}
+		}
+		targets = kept
+		s.dispatched.Store(d)
+	}
+	if !feed.reached {
+		if err := feed.before(); err != nil {
+			return err
+		}
+	}
+	rep.RedispatchFrom = d
 	if err := s.dispatchLocked(); err != nil {
 		return err
+	}
+	if s.idx != nil && rep.IndexFrom >= 0 {
+		s.log.WithField("from", rep.IndexFrom).WithField("to", d).Info("message index rebuilt from the CommitLog")
 	}
 	if err := s.Err(); err != nil {
 		return err
@@ -328,11 +368,86 @@ func (s *Store) endOfFiles() int64 {
 	return last.start + last.written
 }
 
+// scanChunk is how much of a segment the crash scan reads at a time, and scanEmitRun how
+// much of it it validates before it hands the records on (recoveryFeed), so that the feed
+// finds them in the cache; scanBuffers chunks are in flight between the two.
+const (
+	scanChunk   = 4 << 20
+	scanEmitRun = 256 << 10
+	scanBuffers = 3
+)
+
+// scanRun is a run of validated records on its way from the scan to its consumer: b holds
+// whole records at offset off, metas their parseMeta results. release (with no records)
+// gives the scan's buffer buf back.
+type scanRun struct {
+	off     int64
+	b       []byte
+	metas   []recordMeta
+	buf     int
+	release bool
+}
+
 // scan validates records from offset from (a segment start) to the end of
-// the files and returns the first invalid offset (-1 if none).
-func (s *Store) scan(from int64) (at int64, file, reason string, scanned int64, err error) {
-	const chunk = 4 << 20
-	buf := make([]byte, chunk)
+// the files and returns the first invalid offset (-1 if none). consume (when
+// not nil) gets every run of records found valid, in log order: b holds whole
+// records, and when it ends with blank padding, the padding's header. The
+// records are read and validated on a goroutine of their own while consume
+// works through the runs before them, so that the log is read while the
+// records already read are indexed and dispatched.
+func (s *Store) scan(from int64, consume func(off int64, b []byte, metas []recordMeta) error) (at int64, file, reason string, scanned int64, err error) {
+	if consume == nil {
+		free := make(chan int, 1)
+		free <- 0
+		at, file, reason, scanned = s.scanRuns(from, free, nil, func(r scanRun) bool {
+			if r.release {
+				free <- r.buf
+			}
+			return true
+		})
+		return at, file, reason, scanned, nil
+	}
+	free := make(chan int, scanBuffers)
+	for i := 0; i < scanBuffers; i++ {
+		free <- i
+	}
+	runs := make(chan scanRun, 64)
+	quit := make(chan struct{})
+	go func() {
+		defer close(runs)
+		at, file, reason, scanned = s.scanRuns(from, free, quit, func(r scanRun) bool {
+			select {
+			case runs <- r:
+				return true
+			case <-quit:
+				return false
+			}
+		})
+	}()
+	// Every run is received, after a failure too, so that the scan has stopped reading
+	// (the files may be cut as soon as this returns) when runs is closed.
+	for r := range runs {
+		switch {
+		case r.release:
+			free <- r.buf
+		case err == nil:
+			if err = consume(r.off, r.b, r.metas); err != nil {
+				close(quit)
+			}
+		}
+	}
+	if err != nil {
+		return -1, "", "", scanned, err
+	}
+	return at, file, reason, scanned, nil
+}
+
+// scanRuns is scan's reading and validating side: it takes a buffer from free for every
+// chunk, hands the runs of valid records to emit and gives the buffer back through emit
+// (release) once its last run is out. It stops when emit returns false or quit is closed.
+func (s *Store) scanRuns(from int64, free chan int, quit chan struct{}, emit func(scanRun) bool) (at int64, file, reason string, scanned int64) {
+	var bufs [scanBuffers][]byte
+	var metas [scanBuffers][]recordMeta
 	for i, sg := range s.segs {
 		if sg.start+s.segSize <= from {
 			continue
@@ -341,15 +456,46 @@ func (s *Store) scan(from int64) (at int64, file, reason string, scanned int64, 
 		pos := int64(0)
 		for pos < sg.written {
 			n := sg.written - pos
-			if n > chunk {
-				n = chunk
+			if n > scanChunk {
+				n = scanChunk
 			}
-			b := buf[:n]
+			var idx int
+			select {
+			case idx = <-free:
+			case <-quit:
+				return -1, "", "", scanned
+			}
+			if bufs[idx] == nil {
+				bufs[idx] = make([]byte, scanChunk)
+			}
+			b := bufs[idx][:n]
+			ms := metas[idx][:0]
 			k, rerr := sg.f.ReadAt(b, pos)
-			if int64(k) < n {
-				return sg.start + pos, sg.name, fmt.Sprintf("read failed: %v", rerr), scanned, nil
-			}
 			p := int64(0)
+			ep, em := int64(0), 0 // what of b and ms was handed on
+			ok := true
+			// flush hands on the records validated since the last flush.
+			flush := func() bool {
+				end := min(p, n)
+				if ok && ep < end {
+					ok = emit(scanRun{off: sg.start + pos + ep, b: b[ep:end], metas: ms[em:len(ms):len(ms)], buf: idx})
+				}
+				ep, em = p, len(ms)
+				return ok
+			}
+			// done gives the buffer back (after its last run) and returns the scan's result.
+			done := func(at int64, reason string) (int64, string, string, int64) {
+				metas[idx] = ms
+				flush()
+				emit(scanRun{buf: idx, release: true})
+				if at < 0 {
+					return -1, "", "", scanned
+				}
+				return at, sg.name, reason, scanned
+			}
+			if int64(k) < n {
+				return done(sg.start+pos, fmt.Sprintf("read failed: %v", rerr))
+			}
 			for p < n {
 				off := sg.start + pos + p
 				m, size, cerr := s.checkRecord(b[p:], off)
@@ -360,6 +506,7 @@ func (s *Store) scan(from int64) (at int64, file, reason string, scanned int64, 
 							want := int64(int32(be32(b)))
 							if int32(be32(b[4:])) == MagicBlank && want > n && pos+want == s.segSize && sg.written == s.segSize {
 								// Padding to the end of a full segment: no need to read it.
+								ms = append(ms, recordMeta{size: int32(want), blank: true})
 								scanned += want
 								p = want
 								continue
@@ -367,30 +514,37 @@ func (s *Store) scan(from int64) (at int64, file, reason string, scanned int64, 
 							if want > n && pos+want <= sg.written && want <= s.maxRecordBytes() {
 								big := make([]byte, want)
 								if k, _ := sg.f.ReadAt(big, pos); int64(k) == want {
-									if _, sz, e := s.checkRecord(big, off); e == nil {
+									if bm, sz, e := s.checkRecord(big, off); e == nil {
+										ok = ok && emit(scanRun{off: off, b: big, metas: []recordMeta{bm}, buf: -1})
 										p += int64(sz)
+										ep = p
 										scanned += int64(sz)
 										continue
 									} else {
-										return off, sg.name, e.Error(), scanned, nil
+										return done(off, e.Error())
 									}
 								}
 							}
 						}
-						return off, sg.name, "torn record at end of data", scanned, nil
+						return done(off, "torn record at end of data")
 					}
 					break
 				}
 				if cerr != nil {
 					var ce *CorruptError
 					if errors.As(cerr, &ce) {
-						return off, sg.name, ce.Reason, scanned, nil
+						return done(off, ce.Reason)
 					}
-					return off, sg.name, cerr.Error(), scanned, nil
+					return done(off, cerr.Error())
 				}
+				if !m.blank && quit != nil { // a consumer indexes and dispatches it
+					s.readProps(&m)
+				}
+				ms = append(ms, m)
 				if m.blank {
 					if sg.written < s.segSize {
-						return off, sg.name, "blank padding shorter than the segment", scanned, nil
+						ms = ms[:len(ms)-1]
+						return done(off, "blank padding shorter than the segment")
 					}
 					scanned += int64(size)
 					p = sg.written - pos
@@ -398,6 +552,12 @@ func (s *Store) scan(from int64) (at int64, file, reason string, scanned int64, 
 				}
 				p += int64(size)
 				scanned += int64(size)
+				if p-ep >= scanEmitRun && !flush() {
+					break
+				}
+			}
+			if done(-1, ""); !ok {
+				return -1, "", "", scanned
 			}
 			pos += p
 			if p == 0 {
@@ -405,10 +565,142 @@ func (s *Store) scan(from int64) (at int64, file, reason string, scanned int64, 
 			}
 		}
 		if !isLast && pos < s.segSize {
-			return sg.start + pos, sg.name, "segment ends without blank padding before the next segment", scanned, nil
+			return sg.start + pos, sg.name, "segment ends without blank padding before the next segment", scanned
 		}
 	}
-	return -1, "", "", scanned, nil
+	return -1, "", "", scanned
+}
+
+// readProps looks up what the index and the consume queue take from a record's properties
+// (recordMeta.propsRead).
+func (s *Store) readProps(m *recordMeta) {
+	if s.cfg.MessageIndexEnable {
+		m.uniq, _ = lookupPropertyBytes(m.props, PropertyUniqKey)
+		m.keys, _ = lookupPropertyBytes(m.props, PropertyKeys)
+	}
+	if s.cfg.TagsCode == nil {
+		h, _ := Props(m.props).JavaHash(PropertyTags)
+		m.tags = int64(h)
+	}
+	m.propsRead = true
+}
+
+// recoveryFeed indexes and dispatches the records the crash scan validated, so that the log
+// is read once: records below the dispatch point d only go to the message index (what its
+// unfinished file lost), records from d on go through the dispatcher (queues and index).
+// It stops, leaving the rest to dispatchLocked, at anything that does not follow on.
+type recoveryFeed struct {
+	s *Store
+	d int64
+	// before runs once, when the feed first reaches d: what needs the log validated below d.
+	before  func() error
+	reached bool
+	stopped bool
+	// run collects the dispatched records of several of the scan's runs, written out once
+	// a chunk's worth (a consume-queue write per queue per run cost a system call each).
+	run *dispatchRun
+	// indexed is the end of the records indexed below d and not yet published, 0 when none.
+	indexed int64
+}
+
+func (f *recoveryFeed) consume(off int64, b []byte, metas []recordMeta) error {
+	s := f.s
+	if f.stopped {
+		return nil
+	}
+	p := 0
+	at := off // the offset after what the feed stepped over
+	if off < f.d {
+		ix := s.idx
+		indexing := ix != nil && ix.err == nil && ix.indexedTo < f.d
+		if indexing && ix.indexedTo < off {
+			// The index lacks records before this run: indexTo fills them in first.
+			indexing = false
+		}
+		for p < len(b) && at < f.d {
+			var m recordMeta
+			if len(metas) > 0 {
+				m, metas = metas[0], metas[1:]
+			} else {
+				var err error
+				if m, err = parseMeta(b[p:]); err != nil {
+					f.stopped = true
+					return nil
+				}
+			}
+			if m.blank {
+				at, p = s.segEnd(at), len(b)
+				break
+			}
+			if indexing && at >= ix.indexedTo {
+				_ = ix.indexRecord(&m, at) // a failure stops the index, not the log
+			}
+			p += int(m.size)
+			at += int64(m.size)
+		}
+		if indexing {
+			// Published (and its entries written) a chunk at a time, and before anything
+			// else indexes: indexCatchUp starts from the published offset.
+			f.indexed = min(at, f.d)
+			if f.indexed-ix.indexedTo >= scanChunk || f.indexed == f.d {
+				f.publishIndex()
+			}
+		}
+		if at > f.d {
+			// A record or padding runs across d: the dispatcher takes it from there.
+			f.stopped = true
+			f.publishIndex()
+			return nil
+		}
+		if at < f.d || p >= len(b) {
+			return nil
+		}
+	}
+	f.publishIndex()
+	next := s.dispatched.Load()
+	if f.run != nil {
+		next = f.run.end
+	}
+	if at != next {
+		f.stopped = true
+		return f.finish()
+	}
+	if !f.reached {
+		f.reached = true
+		if err := f.before(); err != nil {
+			return err
+		}
+	}
+	if f.run == nil {
+		f.run = s.startRun(at)
+	}
+	if _, err := s.collectRun(f.run, b[p:], metas); err != nil {
+		return err
+	}
+	if f.run.end-f.run.start >= scanChunk {
+		return s.commitRun(f.run)
+	}
+	return nil
+}
+
+// publishIndex advances the index over the records the feed indexed below d.
+func (f *recoveryFeed) publishIndex() {
+	if f.indexed > 0 {
+		_ = f.s.idx.advance(f.indexed)
+		f.indexed = 0
+	}
+}
+
+// finish writes out what the feed collected (the scan is over, or the feed stops).
+func (f *recoveryFeed) finish() error {
+	f.publishIndex()
+	if f.run == nil {
+		return nil
+	}
+	r := f.run
+	f.run = nil
+	defer f.s.endRun(r)
+	return f.s.commitRun(r)
 }
 
 // cutSegments makes offset the end of the CommitLog files: later segments are

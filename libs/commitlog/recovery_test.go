@@ -3,6 +3,7 @@ package commitlog
 import (
 	"bytes"
 	"fmt"
+	"math"
 	"math/rand"
 	"net/netip"
 	"path/filepath"
@@ -369,4 +370,95 @@ func FuzzRecovery(f *testing.F) {
 			_, _ = st.ReadRecord(off)
 		}
 	})
+}
+
+// A record found invalid by the crash scan is cut with everything after it, and nothing the
+// store held about those records survives: neither consume-queue units nor message-index
+// entries (the pass that validates the log also indexes and dispatches it, and the queues
+// and the index were ahead of the cut before the crash). The recovered queues and index are
+// then what a rebuild from the cut log alone gives. The checkpoint names record 200 as the
+// dispatch point: victims before it are cut below the point, the others above it.
+func TestRecoveryCutTakesBackQueuesAndIndex(t *testing.T) {
+	for _, victim := range []int{3, 61, 140, 188, 203, 231} {
+		t.Run(fmt.Sprint(victim), func(t *testing.T) {
+			mem := vfs.NewCrashableMem()
+			cfg := indexConfig(mem)
+			cfg.FlushDiskType = SyncFlush
+			cfg.CheckpointInterval = time.Hour // only the checkpoint written below
+			s := openStore(t, cfg)
+			want := writeKeyed(t, s, 0, 200)
+			require.Eventually(t, func() bool { return s.IndexedOffset() == s.MaxOffset() }, 5*time.Second, time.Millisecond)
+			require.NoError(t, <-s.WaitFlush(s.MaxOffset(), time.Now().Add(5*time.Second)))
+			require.NoError(t, s.writeCheckpoint(true))
+			d0 := s.MaxOffset()
+			cp := s.readCheckpoint()
+			require.Equal(t, d0, cp.dispatched)
+			for k, v := range writeKeyed(t, s, 200, 40) {
+				want[k] = v
+			}
+			require.NoError(t, <-s.WaitFlush(s.MaxOffset(), time.Now().Add(5*time.Second)))
+			// Everything is dispatched and indexed, so the queues and the index hold the
+			// records behind the victim when the store dies.
+			require.Eventually(t, func() bool { return s.IndexedOffset() == s.MaxOffset() }, 5*time.Second, time.Millisecond)
+			crashed := mem.CrashClone(1)
+			require.NoError(t, s.Close())
+
+			at := want[victim].WroteOffset
+			seg := at - at%cfg.SegmentSize
+			name := filepath.Join("/store/commitlog", segName(seg))
+			b, err := crashed.ReadFile(name)
+			require.NoError(t, err)
+			b[at-seg+88] ^= 0x01 // the first body byte (IPv4 hosts): its CRC no longer matches
+			require.NoError(t, crashed.WriteFile(name, b))
+
+			cfg2 := indexConfig(crashed)
+			cfg2.RecoveryFullScan = true
+			s2 := openStore(t, cfg2)
+			rep := s2.Recovery()
+			require.Equal(t, at, rep.CutAt)
+			require.Equal(t, "body crc mismatch", rep.CutReason)
+			require.Equal(t, at, s2.MaxOffset())
+			require.Equal(t, at, s2.IndexedOffset())
+			require.Positive(t, rep.CQUnitsCut, "the queues held records behind the cut")
+			require.Equal(t, min(at, d0), rep.RedispatchFrom)
+			for i, r := range want {
+				for _, key := range []string{fmt.Sprintf("U%d", i), fmt.Sprintf("k%d", i)} {
+					offs, _, _, err := s2.idx.lookup("T", key, 100, 0, math.MaxInt64)
+					require.NoError(t, err)
+					if r.WroteOffset < at {
+						require.Contains(t, offs, r.WroteOffset, "key %s of a kept record", key)
+					}
+					for _, o := range offs {
+						require.Less(t, o, at, "key %s: the index answers a record that was cut", key)
+					}
+				}
+				q := int32(i % 2)
+				if r.WroteOffset >= at {
+					require.LessOrEqual(t, s2.QueueMaxOffset("T", q), r.QueueOffset, "queue %d still holds a cut record", q)
+				}
+			}
+			// The same log rebuilt from nothing: the same queues and the same index.
+			clone := crashed.CrashClone(1)
+			require.NoError(t, s2.Close())
+			for _, dir := range []string{"/store/index", "/store/consumequeue"} {
+				require.NoError(t, clone.RemoveAll(dir))
+			}
+			require.NoError(t, clone.Remove("/store/"+manifestFile))
+			s3 := openStore(t, indexConfig(clone))
+			defer s3.Close()
+			s2 = openStore(t, indexConfig(crashed))
+			defer s2.Close()
+			for q := int32(0); q < 2; q++ {
+				require.Equal(t, s3.QueueMaxOffset("T", q), s2.QueueMaxOffset("T", q))
+				g2 := s2.GetMessages("T", q, 0, 1000, 1<<30, nil)
+				g3 := s3.GetMessages("T", q, 0, 1000, 1<<30, nil)
+				require.Equal(t, g3.Records, g2.Records, "queue %d", q)
+			}
+			for i := range want {
+				for _, key := range []string{fmt.Sprintf("U%d", i), "all"} {
+					require.Equal(t, queryBodies(t, s3, "T", key, 1000), queryBodies(t, s2, "T", key, 1000), "key %s", key)
+				}
+			}
+		})
+	}
 }

@@ -140,6 +140,7 @@ type Store struct {
 	// the next pass (dispatchMu).
 	dpend   []pendingUnits
 	dbyCQ   map[*consumeQueue]int
+	drun    dispatchRun // the pass under way (startRun)
 	cqMu    sync.RWMutex
 	cqs     map[string]map[int32]*consumeQueue
 	dirtyMu sync.Mutex
