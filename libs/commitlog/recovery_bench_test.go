@@ -19,12 +19,12 @@ import (
 // defaults: one 1 GiB segment, ASYNC_FLUSH, the message index on; 1 KiB records with KEYS
 // and UNIQ_KEY over eight queues), its files in the page cache. The crash image is a copy of
 // the files taken while the writer still runs, restored before every Open.
-// COMMITLOG_BENCH_KILLED_MIB sets its size (default 128). Reports seconds and CPU seconds
+// RMQHA_RECOVERY_BENCH_MB sets its size (default 128). Reports seconds and CPU seconds
 // per GiB recovered, against reading the same bytes from a plain file.
 func BenchmarkOpenAfterKill(b *testing.B) {
 	measureBaselines(b)
 	mib := 128
-	if v, err := strconv.Atoi(os.Getenv("COMMITLOG_BENCH_KILLED_MIB")); err == nil && v > 0 {
+	if v, err := strconv.Atoi(os.Getenv("RMQHA_RECOVERY_BENCH_MB")); err == nil && v > 0 {
 		mib = v
 	}
 	root := b.TempDir()
