@@ -65,28 +65,111 @@ var v2Names = map[string]string{
 	"j": "reconsumeTimes", "k": "unitMode", "l": "maxReconsumeTimes", "m": "batch", "n": "bname",
 }
 
+// The fields of SendMessageRequestHeader a send reads, by their index in sendExtReader.
+const (
+	sfProducerGroup = iota
+	sfTopic
+	sfDefaultTopic
+	sfDefaultQueueNums
+	sfQueueID
+	sfSysFlag
+	sfBornTimestamp
+	sfFlag
+	sfProperties
+	sfReconsumeTimes
+	sfMaxReconsumeTimes
+	sfBatch
+	sendFields
+)
+
 // sendExtReader reads a send header's fields by their long name, or by the short one for a
 // SEND_MESSAGE_V2 header, straight from the request's ext fields: no renamed copy of the map.
 // A short name wins over a long one present in the same header. The first bad number is kept.
+// The fields are taken in one pass over the ext fields (take), the last of a repeated key
+// winning as in ExtLookup, instead of one search of them per field.
 type sendExtReader struct {
-	req   *remoting.Command
-	short bool
+	short bool // SEND_MESSAGE_V2 (or batch) with short names
 	err   error
+	val   [2][sendFields]string // [0] by long name, [1] by short name
+	has   [2][sendFields]bool
 }
 
-func (r *sendExtReader) get(long, short string) (string, bool) {
-	if r.short {
-		if v, ok := r.req.ExtLookup(short); ok {
-			return v, true
+// take files one ext field under its index, by long (0) or short (1) name.
+func (r *sendExtReader) take(k, v string) {
+	form, f := 0, -1
+	switch k {
+	case "producerGroup":
+		f = sfProducerGroup
+	case "topic":
+		f = sfTopic
+	case "defaultTopic":
+		f = sfDefaultTopic
+	case "defaultTopicQueueNums":
+		f = sfDefaultQueueNums
+	case "queueId":
+		f = sfQueueID
+	case "sysFlag":
+		f = sfSysFlag
+	case "bornTimestamp":
+		f = sfBornTimestamp
+	case "flag":
+		f = sfFlag
+	case "properties":
+		f = sfProperties
+	case "reconsumeTimes":
+		f = sfReconsumeTimes
+	case "maxReconsumeTimes":
+		f = sfMaxReconsumeTimes
+	case "batch":
+		f = sfBatch
+	default:
+		if len(k) != 1 {
+			return
+		}
+		form = 1
+		switch k[0] {
+		case 'a':
+			f = sfProducerGroup
+		case 'b':
+			f = sfTopic
+		case 'c':
+			f = sfDefaultTopic
+		case 'd':
+			f = sfDefaultQueueNums
+		case 'e':
+			f = sfQueueID
+		case 'f':
+			f = sfSysFlag
+		case 'g':
+			f = sfBornTimestamp
+		case 'h':
+			f = sfFlag
+		case 'i':
+			f = sfProperties
+		case 'j':
+			f = sfReconsumeTimes
+		case 'l':
+			f = sfMaxReconsumeTimes
+		case 'm':
+			f = sfBatch
+		default:
+			return
 		}
 	}
-	return r.req.ExtLookup(long)
+	r.val[form][f], r.has[form][f] = v, true
+}
+
+func (r *sendExtReader) get(f int) (string, bool) {
+	if r.short && r.has[1][f] {
+		return r.val[1][f], true
+	}
+	return r.val[0][f], r.has[0][f]
 }
 
 // num parses a field with its width in Java's SendMessageRequestHeader and checks it against
-// the values it can mean.
-func (r *sendExtReader) num(long, short string, required bool, bits int, lo, hi int64) int64 {
-	s, ok := r.get(long, short)
+// the values it can mean; long is the field's name in errors.
+func (r *sendExtReader) num(f int, long string, required bool, bits int, lo, hi int64) int64 {
+	s, ok := r.get(f)
 	if !ok || strings.TrimSpace(s) == "" {
 		if required && r.err == nil {
 			r.err = fmt.Errorf("%w: ext %s missing", ErrBadRequest, long)
@@ -101,32 +184,33 @@ func (r *sendExtReader) num(long, short string, required bool, bits int, lo, hi 
 }
 
 func decodeSendHeader(req *remoting.Command) (sendHeader, error) {
-	r := sendExtReader{req: req}
+	var r sendExtReader
+	req.RangeExt(r.take)
 	if req.Code == remoting.SendMessageV2 || req.Code == remoting.SendBatchMessage {
-		_, r.short = req.ExtLookup("b")
+		r.short = r.has[1][sfTopic]
 	}
 	var h sendHeader
 	// Every numeric field is checked; the first bad one refuses the request (SYSTEM_ERROR, as
 	// RocketMQ answers a header it cannot decode).
-	h.producerGroup, _ = r.get("producerGroup", "a")
-	h.topic, _ = r.get("topic", "b")
+	h.producerGroup, _ = r.get(sfProducerGroup)
+	h.topic, _ = r.get(sfTopic)
 	if h.topic == "" {
 		return h, fmt.Errorf("%w: ext topic missing", ErrBadRequest)
 	}
-	h.defaultTopic, _ = r.get("defaultTopic", "c")
-	h.defaultQueueNums = int32(r.num("defaultTopicQueueNums", "d", false, 32, math.MinInt32, math.MaxInt32))
+	h.defaultTopic, _ = r.get(sfDefaultTopic)
+	h.defaultQueueNums = int32(r.num(sfDefaultQueueNums, "defaultTopicQueueNums", false, 32, math.MinInt32, math.MaxInt32))
 	// Negative: any writable queue (RocketMQ's rule); beyond the topic's queues: refused later.
-	h.queueID = int32(r.num("queueId", "e", true, 32, math.MinInt32, math.MaxInt32))
-	h.sysFlag = int32(r.num("sysFlag", "f", false, 32, 0, math.MaxInt32))
-	h.bornTimestamp = r.num("bornTimestamp", "g", false, 64, math.MinInt64, math.MaxInt64)
-	h.flag = int32(r.num("flag", "h", false, 32, math.MinInt32, math.MaxInt32))
-	h.properties, _ = r.get("properties", "i")
-	h.reconsumeTimes = int32(r.num("reconsumeTimes", "j", false, 32, 0, math.MaxInt32))
-	if v, _ := r.get("maxReconsumeTimes", "l"); strings.TrimSpace(v) != "" {
-		h.maxReconsumeTimes = int32(r.num("maxReconsumeTimes", "l", false, 32, 0, math.MaxInt32))
+	h.queueID = int32(r.num(sfQueueID, "queueId", true, 32, math.MinInt32, math.MaxInt32))
+	h.sysFlag = int32(r.num(sfSysFlag, "sysFlag", false, 32, 0, math.MaxInt32))
+	h.bornTimestamp = r.num(sfBornTimestamp, "bornTimestamp", false, 64, math.MinInt64, math.MaxInt64)
+	h.flag = int32(r.num(sfFlag, "flag", false, 32, math.MinInt32, math.MaxInt32))
+	h.properties, _ = r.get(sfProperties)
+	h.reconsumeTimes = int32(r.num(sfReconsumeTimes, "reconsumeTimes", false, 32, 0, math.MaxInt32))
+	if v, _ := r.get(sfMaxReconsumeTimes); strings.TrimSpace(v) != "" {
+		h.maxReconsumeTimes = int32(r.num(sfMaxReconsumeTimes, "maxReconsumeTimes", false, 32, 0, math.MaxInt32))
 		h.hasMaxReconsume = true
 	}
-	batch, _ := r.get("batch", "m")
+	batch, _ := r.get(sfBatch)
 	h.batch = strings.EqualFold(batch, "true")
 	if h.defaultQueueNums <= 0 {
 		h.defaultQueueNums = 4

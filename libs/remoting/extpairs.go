@@ -45,6 +45,21 @@ func (c *Command) ExtLookup(key string) (string, bool) {
 	return v, ok
 }
 
+// RangeExt calls fn with every ext field: a request decoded into pairs gives them in their
+// order in the header, repeated keys included (so that the last one seen is the one ExtLookup
+// returns); a map gives its fields in no order.
+func (c *Command) RangeExt(fn func(k, v string)) {
+	if c.pairs != nil {
+		for _, p := range *c.pairs {
+			fn(p.k, p.v)
+		}
+		return
+	}
+	for k, v := range c.ExtFields {
+		fn(k, v)
+	}
+}
+
 // MaterializeExt makes ExtFields hold a request's custom header when it was decoded into
 // pairs (see the top of the file); a no-op otherwise.
 func (c *Command) MaterializeExt() {
