@@ -114,9 +114,14 @@ func TestCompose(t *testing.T) {
 	}
 	t.Logf("send with the master killed: error after %s: %v", took.Round(time.Millisecond), err)
 	live.resume()
+	// The client learns that the master is gone from its next route poll (every 30 s); until
+	// then its pulls to the master fail and are retried every 3 s, or, on a connection that
+	// died silently, time out after the client's fixed 30 s. Two minutes cover both.
 	eventually(t, 2*time.Minute, 200*time.Millisecond, func() error {
 		if n := live.missing(batchB); n > 0 {
-			return fmt.Errorf("consumer with the master gone still misses %d of %d", n, len(batchB))
+			s, err := status(g.slaveHTTP)
+			return fmt.Errorf("consumer with the master gone still misses %d of %d (by queue %v; slave pulls %d, status error %v)",
+				n, len(batchB), led.missingByQueue(live, batchB), s.PullRequests, err)
 		}
 		return nil
 	})
