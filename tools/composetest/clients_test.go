@@ -260,6 +260,19 @@ func sendStatus(s primitive.SendStatus) string {
 	return "status " + strconv.Itoa(int(s))
 }
 
+// routeBody is the name server's answer to a route lookup of topic, for failure reports.
+func routeBody(namesrv, topic string) string {
+	cli := remoting.NewClient(remoting.DefaultClientConfig())
+	defer func() { _ = cli.Close() }()
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	resp, err := cli.Invoke(ctx, namesrv, remoting.NewRequest(remoting.GetRouteInfoByTopic, map[string]string{"topic": topic}, nil))
+	if err != nil {
+		return err.Error()
+	}
+	return fmt.Sprintf("code %d %s %s", resp.Code, resp.Remark, resp.Body)
+}
+
 // waitRoute waits until the name server at namesrv answers a route for topic.
 func waitRoute(t testing.TB, namesrv, topic string) {
 	t.Helper()
