@@ -20,10 +20,11 @@ type ledger struct {
 	mu        sync.Mutex
 	attempted map[string]bool
 	stored    map[string]primitive.SendStatus // answered without error: on the master's log
+	queue     map[string]int                  // queue id of each stored message
 }
 
 func newLedger() *ledger {
-	return &ledger{attempted: map[string]bool{}, stored: map[string]primitive.SendStatus{}}
+	return &ledger{attempted: map[string]bool{}, stored: map[string]primitive.SendStatus{}, queue: map[string]int{}}
 }
 
 // send sends one message and records the outcome.
@@ -39,6 +40,9 @@ func (l *ledger) send(p rocketmq.Producer, topic, body string) (primitive.SendSt
 	}
 	l.mu.Lock()
 	l.stored[body] = res.Status
+	if res.MessageQueue != nil {
+		l.queue[body] = res.MessageQueue.QueueId
+	}
 	l.mu.Unlock()
 	return res.Status, took, nil
 }
@@ -65,6 +69,12 @@ func newProducer(t testing.TB, namesrv, instance string) rocketmq.Producer {
 
 // sink is a push consumer that counts deliveries by body. While paused, its callback blocks,
 // so the client stops pulling once its small local cache (a few messages per queue) is full.
+// The cache is bounded by the per-topic threshold: at every rebalance the client replaces
+// the per-queue threshold by PullThresholdForTopic divided by the queues it holds (102400 by
+// default, so about 25600 per queue of a 4-queue topic), and with that default a paused sink
+// keeps pulling until only the client's internal channels hold it back (32 pull results per
+// queue plus the blocked callbacks). Whether the messages a test leaves behind a paused sink
+// are then still on the brokers depended on how many each pull returned.
 type sink struct {
 	c      rocketmq.PushConsumer
 	mu     sync.Mutex
@@ -87,6 +97,8 @@ func startSink(t testing.TB, namesrv, group, instance, topic string) *sink {
 		consumer.WithConsumeFromWhere(consumer.ConsumeFromFirstOffset),
 		consumer.WithPullBatchSize(4),
 		consumer.WithPullThresholdForQueue(8),
+		// 8 per queue for the 4-queue topics of these tests (see above).
+		consumer.WithPullThresholdForTopic(32),
 	)
 	if err != nil {
 		t.Fatal(err)
@@ -177,6 +189,21 @@ func (s *sink) missing(want []string) int {
 	return n
 }
 
+// missingByQueue counts the bodies of want that s has not delivered, by the queue they were
+// stored in: a failure report tells a queue the consumer stopped pulling from a slow one.
+func (l *ledger) missingByQueue(s *sink, want []string) map[int]int {
+	got := s.received()
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	m := map[int]int{}
+	for _, b := range want {
+		if got[b] == 0 {
+			m[l.queue[b]]++
+		}
+	}
+	return m
+}
+
 // storedBodies lists every message the group answered without error (in any status).
 func (l *ledger) storedBodies() []string {
 	l.mu.Lock()
@@ -231,6 +258,19 @@ func sendStatus(s primitive.SendStatus) string {
 		return "SLAVE_NOT_AVAILABLE"
 	}
 	return "status " + strconv.Itoa(int(s))
+}
+
+// routeBody is the name server's answer to a route lookup of topic, for failure reports.
+func routeBody(namesrv, topic string) string {
+	cli := remoting.NewClient(remoting.DefaultClientConfig())
+	defer func() { _ = cli.Close() }()
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	resp, err := cli.Invoke(ctx, namesrv, remoting.NewRequest(remoting.GetRouteInfoByTopic, map[string]string{"topic": topic}, nil))
+	if err != nil {
+		return err.Error()
+	}
+	return fmt.Sprintf("code %d %s %s", resp.Code, resp.Remark, resp.Body)
 }
 
 // waitRoute waits until the name server at namesrv answers a route for topic.

@@ -114,12 +114,20 @@ func TestCompose(t *testing.T) {
 	}
 	t.Logf("send with the master killed: error after %s: %v", took.Round(time.Millisecond), err)
 	live.resume()
-	eventually(t, 2*time.Minute, 200*time.Millisecond, func() error {
+	// The client learns that the master is gone from its next route poll (every 30 s); until
+	// then its pulls to the master fail and are retried every 3 s, or, on a connection that
+	// died silently, time out after the client's fixed 30 s. Two minutes cover both.
+	if err := harness.WaitFor(2*time.Minute, func() error {
 		if n := live.missing(batchB); n > 0 {
 			return fmt.Errorf("consumer with the master gone still misses %d of %d", n, len(batchB))
 		}
 		return nil
-	})
+	}); err != nil {
+		// Enough to tell a client that never switched (the route still names the master) from
+		// a slave that refused or held its pulls (its counters) or a queue the client gave up.
+		t.Fatalf("%v\nmissing by queue: %v\nname server route of %s: %s\nslave /status: %s",
+			err, led.missingByQueue(live, batchB), topic, routeBody(g.namesrv(), topic), rawStatus(g.slaveHTTP))
+	}
 	after, err := status(g.slaveHTTP)
 	if err != nil {
 		t.Fatal(err)

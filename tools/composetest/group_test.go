@@ -8,6 +8,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"net/http"
 	"net/netip"
@@ -251,6 +252,21 @@ func status(port int) (brokerStatus, error) {
 	var st brokerStatus
 	err := getJSON("http://127.0.0.1:"+strconv.Itoa(port)+"/status", &st)
 	return st, err
+}
+
+// rawStatus is a broker's /status as it answered, or the error, for failure reports.
+func rawStatus(port int) string {
+	c := http.Client{Timeout: 3 * time.Second}
+	resp, err := c.Get("http://127.0.0.1:" + strconv.Itoa(port) + "/status")
+	if err != nil {
+		return err.Error()
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(io.LimitReader(resp.Body, 64<<10))
+	if err != nil {
+		return err.Error()
+	}
+	return string(b)
 }
 
 // getJSON decodes the JSON answer of a GET into v.
