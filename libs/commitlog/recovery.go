@@ -218,14 +218,8 @@ func (s *Store) recover() error {
 		// Records about to be dispatched again are validated first.
 		scanFrom = d - d%s.segSize
 	}
-	for _, qs := range s.cqs {
-		for _, cq := range qs {
-			n, err := s.cqCutFrom(cq, d)
-			if err != nil {
-				return err
-			}
-			rep.CQUnitsCut += n
-		}
+	if err := s.cutQueuesFrom(&rep, d); err != nil {
+		return err
 	}
 	if err := s.recoverIndex(&rep, d); err != nil {
 		return err
@@ -287,14 +281,8 @@ func (s *Store) recover() error {
 		if max <= s.minOffset.Load() {
 			rep.CQCheck, targets = "empty log", nil
 		}
-		for _, qs := range s.cqs {
-			for _, cq := range qs {
-				n, err := s.cqCutFrom(cq, d)
-				if err != nil {
-					return err
-				}
-				rep.CQUnitsCut += n
-			}
+		if err := s.cutQueuesFrom(&rep, d); err != nil {
+			return err
 		}
 		if s.idx != nil && s.idx.indexedTo > d {
 			if err := s.idx.cutTo(d); err != nil {
@@ -357,6 +345,21 @@ func (s *Store) recover() error {
 	s.recovery = rep
 	s.log.WithField("clean", rep.Clean).WithField("max_offset", max).WithField("min_offset", s.minOffset.Load()).WithField("cq_units_cut", rep.CQUnitsCut).
 		WithField("cq_check", rep.CQCheck).WithField("cq_repaired", len(rep.CQRepairs)).WithField("cq_restored", rep.CQRestored).Info("commitlog recovered")
+	return nil
+}
+
+// cutQueuesFrom cuts every consume queue's units of records at or above d, counting them in
+// rep.
+func (s *Store) cutQueuesFrom(rep *RecoveryReport, d int64) error {
+	for _, qs := range s.cqs {
+		for _, cq := range qs {
+			n, err := s.cqCutFrom(cq, d)
+			if err != nil {
+				return err
+			}
+			rep.CQUnitsCut += n
+		}
+	}
 	return nil
 }
 

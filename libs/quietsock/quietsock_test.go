@@ -36,28 +36,12 @@ func pair(t *testing.T) (client, server net.Conn) {
 // A quiet reader reads what the socket holds, waits in the poller for more until the read
 // deadline (a timeout error), and reports the peer's close as io.EOF.
 func TestReader(t *testing.T) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	require.NoError(t, err)
-	defer ln.Close()
-	accepted := make(chan net.Conn, 1)
-	go func() {
-		c, err := ln.Accept()
-		if err == nil {
-			accepted <- c
-		}
-		close(accepted)
-	}()
-	nc, err := net.Dial("tcp", ln.Addr().String())
-	require.NoError(t, err)
-	defer nc.Close()
-	peer := <-accepted
-	require.NotNil(t, peer)
-
+	nc, peer := pair(t)
 	q := NewReader(nc)
 	require.NotNil(t, q)
 	buf := make([]byte, 64)
 
-	_, err = peer.Write([]byte("hello"))
+	_, err := peer.Write([]byte("hello"))
 	require.NoError(t, err)
 	n, err := q.Read(buf)
 	require.NoError(t, err)
@@ -84,21 +68,12 @@ func TestReader(t *testing.T) {
 
 // TryWrite writes what the socket takes and reports a closed socket's error.
 func TestTryWrite(t *testing.T) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	require.NoError(t, err)
-	defer ln.Close()
+	nc, peer := pair(t)
 	got := make(chan []byte, 1)
 	go func() {
-		c, err := ln.Accept()
-		if err != nil {
-			close(got)
-			return
-		}
-		b, _ := io.ReadAll(c)
+		b, _ := io.ReadAll(peer)
 		got <- b
 	}()
-	nc, err := net.Dial("tcp", ln.Addr().String())
-	require.NoError(t, err)
 	rc, err := nc.(*net.TCPConn).SyscallConn()
 	require.NoError(t, err)
 	var n int
@@ -111,6 +86,11 @@ func TestTryWrite(t *testing.T) {
 	require.Equal(t, len("frame bytes"), n)
 	require.NoError(t, nc.Close())
 	require.Equal(t, "frame bytes", string(<-got))
+	err = rc.Write(func(fd uintptr) bool {
+		n, werr = TryWrite(fd, []byte("late"))
+		return true
+	})
+	require.Error(t, err, "a closed socket's RawConn refuses the write")
 }
 
 // A Writer writes several buffers, far more than the socket holds, in order: it waits in the
