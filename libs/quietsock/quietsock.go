@@ -181,14 +181,18 @@ func TryWrite(fd uintptr, b []byte) (int, error) {
 	return n, nil
 }
 
-// RawRead is one read of fd into b (not empty), without entering the scheduler's system call
+// RawRead is one read of fd into b, without entering the scheduler's system call
 // state: for a non-blocking socket inside RawConn.Read.
 func RawRead(fd uintptr, b []byte) (int, syscall.Errno) {
 	return rawIO(syscall.SYS_READ, fd, b)
 }
 
-// rawIO makes the read or write call trap on fd with b (not empty).
+// rawIO makes the read or write call trap on fd with b. An empty b makes no call and reports
+// 0 bytes, as read(2) and write(2) of zero bytes do.
 func rawIO(trap, fd uintptr, b []byte) (int, syscall.Errno) {
+	if len(b) == 0 {
+		return 0, 0
+	}
 	r, _, errno := syscall.RawSyscall(trap, fd, uintptr(unsafe.Pointer(&b[0])), uintptr(len(b)))
 	return int(r), errno
 }

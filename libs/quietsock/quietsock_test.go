@@ -147,6 +147,16 @@ func TestWriterDeadlineAndClosedPeer(t *testing.T) {
 	require.NotErrorIs(t, err, io.ErrShortWrite)
 }
 
+// An empty buffer reads and writes nothing, without a call and without a fault.
+func TestEmptyBuffers(t *testing.T) {
+	n, errno := RawRead(^uintptr(0), nil)
+	require.Zero(t, n)
+	require.Zero(t, errno)
+	n, err := TryWrite(^uintptr(0), nil)
+	require.Zero(t, n)
+	require.NoError(t, err)
+}
+
 // Over a connection without a socket of its own (TLS, a pipe) there is no quiet reader or
 // writer.
 func TestNoRawConn(t *testing.T) {
