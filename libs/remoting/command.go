@@ -134,6 +134,15 @@ func (c *Command) HasExt(key string) bool { return strings.TrimSpace(c.ExtFields
 // width is ErrExtInvalid (Java's NumberFormatException, answered SYSTEM_ERROR), one outside
 // [lo, hi] is ErrExtRange; the error names the key, the value and the bound.
 func ParseExtInt(key, v string, bits int, lo, hi int64) (int64, error) {
+	// A send carries a dozen numeric fields, each a short run of digits: they are read here
+	// without the trim and strconv's general parser, which were 6% of a master's CPU.
+	// Anything else takes the general path, which is the reference.
+	if n, ok := plainDecimal(v, bits); ok {
+		if n < lo || n > hi {
+			return 0, fmt.Errorf("%w: %s=%d outside [%d, %d]", ErrExtRange, key, n, lo, hi)
+		}
+		return n, nil
+	}
 	v = strings.TrimSpace(v)
 	n, err := strconv.ParseInt(v, 10, bits)
 	if err != nil {
@@ -146,6 +155,35 @@ func ParseExtInt(key, v string, bits int, lo, hi int64) (int64, error) {
 		return 0, fmt.Errorf("%w: %s=%d outside [%d, %d]", ErrExtRange, key, n, lo, hi)
 	}
 	return n, nil
+}
+
+// plainDecimal reads v when it is an optional '-' and 1 to 18 decimal digits whose value fits
+// a bits-wide signed integer: then strconv.ParseInt(strings.TrimSpace(v), 10, bits) gives the
+// same number (FuzzParseExtInt compares them).
+func plainDecimal(v string, bits int) (int64, bool) {
+	neg := len(v) > 1 && v[0] == '-'
+	d := v
+	if neg {
+		d = v[1:]
+	}
+	if len(d) == 0 || len(d) > 18 {
+		return 0, false
+	}
+	var n int64
+	for i := 0; i < len(d); i++ {
+		c := d[i] - '0'
+		if c > 9 {
+			return 0, false
+		}
+		n = n*10 + int64(c)
+	}
+	if neg {
+		n = -n
+	}
+	if bits < 64 && (n < -1<<(bits-1) || n > 1<<(bits-1)-1) {
+		return 0, false
+	}
+	return n, true
 }
 
 // ExtBool parses the ext field key as a boolean ("true"/"false" in any case, or "1"/"0").

@@ -1,7 +1,10 @@
 package remoting
 
 import (
+	"errors"
 	"math"
+	"strconv"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -79,7 +82,24 @@ func FuzzParseExtInt(f *testing.F) {
 	for _, s := range []string{"0", "-1", "4294967296", "2147483648", " 12 ", "+5", "1e3", "-9223372036854775809"} {
 		f.Add(s)
 	}
+	for _, s := range []string{"-", "--1", "-0", "007", "999999999999999999", "1000000000000000000", "-2147483648", "٣", " 1", "1\t", "0x1"} {
+		f.Add(s)
+	}
 	f.Fuzz(func(t *testing.T, s string) {
+		// The digit fast path and the general parser agree on value and on failure.
+		for _, bits := range []int{32, 64} {
+			want, werr := strconv.ParseInt(strings.TrimSpace(s), 10, bits)
+			got, gerr := ParseExtInt("k", s, bits, math.MinInt64, math.MaxInt64)
+			if (werr == nil) != (gerr == nil) || got != want && werr == nil {
+				t.Fatalf("%q, %d bits: ParseExtInt %d, %v; strconv %d, %v", s, bits, got, gerr, want, werr)
+			}
+			if gerr != nil && !errors.Is(gerr, ErrExtInvalid) {
+				t.Fatalf("%q, %d bits: %v is not ErrExtInvalid", s, bits, gerr)
+			}
+			if v, ok := plainDecimal(s, bits); ok && (werr != nil || v != want) {
+				t.Fatalf("%q, %d bits: plainDecimal %d, strconv %d, %v", s, bits, v, want, werr)
+			}
+		}
 		n, err := ParseExtInt("k", s, 32, math.MinInt32, math.MaxInt32)
 		if err == nil && (n < math.MinInt32 || n > math.MaxInt32) {
 			t.Fatalf("%q parsed to %d outside int32", s, n)
