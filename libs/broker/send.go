@@ -10,6 +10,7 @@ import (
 	"net/netip"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/rmqha/rmqha/libs/broker/schedule"
 	"github.com/rmqha/rmqha/libs/broker/timer"
@@ -170,7 +171,7 @@ func (r *sendExtReader) get(f int) (string, bool) {
 // the values it can mean; long is the field's name in errors.
 func (r *sendExtReader) num(f int, long string, required bool, bits int, lo, hi int64) int64 {
 	s, ok := r.get(f)
-	if !ok || strings.TrimSpace(s) == "" {
+	if !ok || blank(s) {
 		if required && r.err == nil {
 			r.err = fmt.Errorf("%w: ext %s missing", ErrBadRequest, long)
 		}
@@ -181,6 +182,12 @@ func (r *sendExtReader) num(f int, long string, required bool, bits int, lo, hi 
 		r.err = fmt.Errorf("%w: %w", ErrBadRequest, err)
 	}
 	return v
+}
+
+// blank is strings.TrimSpace(s) == "" (a field Java's header decoder leaves null), trimming
+// only a value that starts with a space: a number does not.
+func blank(s string) bool {
+	return s == "" || (s[0] <= ' ' || s[0] >= utf8.RuneSelf) && strings.TrimSpace(s) == ""
 }
 
 func decodeSendHeader(req *remoting.Command) (sendHeader, error) {

@@ -251,3 +251,9 @@ func TestDelayedSend(t *testing.T) {
 	_, hasDelay := p["DELAY"]
 	require.False(t, hasDelay)
 }
+
+func TestBlankIsTrimSpace(t *testing.T) {
+	for _, s := range []string{"", " ", "\t\r\n", "\u00a0", "\u0085 ", "\u2003", "1", " 1", "1 ", "\u00a01", "-", "é", "\x80"} {
+		require.Equal(t, strings.TrimSpace(s) == "", blank(s), "%q", s)
+	}
+}
