@@ -176,6 +176,8 @@ func (b *Broker) Promote(ctx context.Context, epoch int64) (int64, error) {
 		_ = cur.slave.Close()
 		b.role.slaveClosed = true
 	}
+	// Fresh reads (the dispatcher, HA sends, consumers) follow a master's log end from memory.
+	b.store.EnableTailCache()
 	// 2. Everything replicated is indexed before queues are served as a master's.
 	max := b.store.MaxOffset()
 	deadline, ok := ctx.Deadline()

@@ -47,7 +47,7 @@ func (s *Store) Truncate(offset int64) error {
 	if err := s.writeIntent(intentTruncate, offset); err != nil {
 		return s.setReadOnly(fmt.Errorf("write truncate intent: %w", err))
 	}
-	s.tail.invalidate() // the cut bytes may be written again
+	s.tail.Load().invalidate() // the cut bytes may be written again
 	if err := s.cutSegments(offset); err != nil {
 		return s.setReadOnly(err)
 	}
@@ -115,7 +115,7 @@ func (s *Store) Reset(startOffset int64) error {
 	}
 	s.cqs = map[string]map[int32]*consumeQueue{}
 	s.cqMu.Unlock()
-	s.tail.invalidate()
+	s.tail.Load().invalidate()
 	if err := s.resetFiles(startOffset); err != nil {
 		return s.setReadOnly(err)
 	}

@@ -413,7 +413,7 @@ func (s *Store) writeLocked(pos int64, b []byte) error {
 	if _, err := sg.f.WriteAt(b, pos-sg.start); err != nil {
 		return s.setReadOnly(fmt.Errorf("write %s at %d: %w", sg.name, pos, err))
 	}
-	s.tail.write(pos, b)
+	s.tail.Load().write(pos, b)
 	if w := pos - sg.start + int64(len(b)); w > sg.written {
 		sg.written = w
 	}
@@ -583,7 +583,7 @@ func (s *Store) rebaseEmptyLocked(offset int64) error {
 	old := s.segs
 	s.segs = nil
 	s.segMu.Unlock()
-	s.tail.invalidate()
+	s.tail.Load().invalidate()
 	for _, sg := range old {
 		sg.f.Close()
 		if err := s.fs.Remove(sg.name); err != nil {

@@ -94,6 +94,11 @@ type Config struct {
 	// reading the file back; it is allocated in 1 MiB chunks as the log grows. 0 turns it off.
 	// Default 16 MiB.
 	TailCacheBytes int
+	// TailCacheDeferred keeps the tail cache empty, and its copies off the append path, until
+	// EnableTailCache. For a replica: a slave indexes what it receives from the frame it came
+	// in and its consumers read from the master, so nothing reads its fresh bytes back; a
+	// promotion turns the cache on. Default false.
+	TailCacheDeferred bool
 	// MessageIndexEnable keeps the message index (index/): KEYS and UNIQ_KEY of every
 	// stored message, for QueryIndex. Default true.
 	MessageIndexEnable bool

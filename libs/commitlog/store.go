@@ -107,8 +107,8 @@ type Store struct {
 	segMu sync.RWMutex
 	segs  []*segment
 	// tail holds the newest bytes written, for reads that follow the log's end (nil with
-	// TailCacheBytes 0).
-	tail *tailCache
+	// TailCacheBytes 0, and until EnableTailCache with TailCacheDeferred).
+	tail atomic.Pointer[tailCache]
 
 	minOffset  atomic.Int64
 	maxOffset  atomic.Int64
@@ -269,7 +269,6 @@ func Open(cfg Config) (*Store, error) {
 		clDir:        filepath.Join(cfg.Dir, "commitlog"),
 		cqDir:        filepath.Join(cfg.Dir, "consumequeue"),
 		segSize:      cfg.SegmentSize,
-		tail:         newTailCache(cfg.TailCacheBytes),
 		queueOffsets: map[qkey]int64{},
 		flushReq:     make(chan struct{}, 1),
 		sweepReq:     make(chan struct{}, 1),
@@ -281,6 +280,9 @@ func Open(cfg Config) (*Store, error) {
 		stopCh:       make(chan struct{}),
 	}
 	s.gcond = sync.NewCond(&s.appendMu)
+	if !cfg.TailCacheDeferred {
+		s.tail.Store(newTailCache(cfg.TailCacheBytes))
+	}
 	for _, d := range []string{cfg.Dir, s.clDir, s.cqDir} {
 		if err := s.fs.MkdirAll(d); err != nil {
 			return nil, fmt.Errorf("commitlog: create %s: %w", d, err)
@@ -479,7 +481,7 @@ func (s *Store) readAt(p []byte, off int64) error {
 	if off+int64(len(p)) > sg.start+s.segSize {
 		return fmt.Errorf("%w: read [%d,+%d) crosses segment end", ErrBadOffset, off, len(p))
 	}
-	if s.tail.read(p, off, &s.maxOffset) {
+	if s.tail.Load().read(p, off, &s.maxOffset) {
 		return nil
 	}
 	n, err := sg.f.ReadAt(p, off-sg.start)

@@ -51,6 +51,17 @@ func newTailCache(size int) *tailCache {
 	return t
 }
 
+// EnableTailCache turns on a cache that Config.TailCacheDeferred left off (a replica being
+// promoted); with the cache already on, or TailCacheBytes 0, it does nothing. The cache starts
+// empty: a chunk is taken over by the first write into it after this call and serves only from
+// that offset on (its lo), so bytes written before are read from the file, even where they
+// share a chunk with bytes written after.
+func (s *Store) EnableTailCache() {
+	if s.tail.Load() == nil && s.cfg.TailCacheBytes > 0 {
+		s.tail.CompareAndSwap(nil, newTailCache(s.cfg.TailCacheBytes))
+	}
+}
+
 func (t *tailCache) slot(off int64) (*tailSlot, int64) {
 	base := off - off%tailChunk
 	return &t.chunks[(off/tailChunk)%int64(len(t.chunks))], base

@@ -89,6 +89,54 @@ func TestFreshReadsDoNotReadTheFileBack(t *testing.T) {
 	}
 }
 
+// TestTailCacheDeferred opens a store with the cache deferred (a slave's): its reads go to the
+// file. Once enabled in the middle of a chunk, fresh records are served from memory, and the
+// records written before, in the same chunk, still come whole from the file, as does a read
+// across the point where the cache was turned on.
+func TestTailCacheDeferred(t *testing.T) {
+	fsys, ops := countingFS(vfs.NewMem())
+	cfg := testConfig(fsys)
+	cfg.SegmentSize = 1 << 20
+	cfg.TailCacheDeferred = true
+	s := openStore(t, cfg)
+	defer s.Close()
+	var offs []int64
+	for i := 0; i < 100; i++ {
+		offs = append(offs, mustAppend(t, s, msg("T", 0, bodyN(i), "a")).WroteOffset)
+	}
+	waitDispatched(t, s)
+	ops.reset()
+	raw, err := s.ReadRaw(offs[99], 1<<16)
+	require.NoError(t, err)
+	require.Equal(t, bodyN(99), bodyOf(t, raw))
+	require.NotZero(t, ops.readsUnder(s.clDir), "a deferred cache served a read")
+
+	s.EnableTailCache()
+	s.EnableTailCache() // idempotent: the second call keeps what the first made
+	for i := 100; i < 200; i++ {
+		offs = append(offs, mustAppend(t, s, msg("T", 0, bodyN(i), "a")).WroteOffset)
+	}
+	require.Less(t, offs[199], int64(tailChunk), "the test wants the enable point inside the first chunk")
+	waitDispatched(t, s)
+	ops.reset()
+	for _, i := range []int{100, 150, 199} {
+		raw, err := s.ReadRaw(offs[i], 1<<16)
+		require.NoError(t, err)
+		require.Equal(t, bodyN(i), bodyOf(t, raw))
+	}
+	res := s.GetMessages("T", 0, 160, 16, 1<<20, nil) // one consume-queue file of the test config
+	require.Len(t, res.Records, 16)
+	require.Equal(t, bodyN(160), bodyOf(t, res.Records[0]))
+	require.Zero(t, ops.readsUnder(s.clDir), "reads of records written after EnableTailCache read the file")
+
+	res = s.GetMessages("T", 0, 80, 16, 1<<20, nil)
+	require.Len(t, res.Records, 16)
+	for k, r := range res.Records {
+		require.Equal(t, bodyN(80+k), bodyOf(t, r))
+	}
+	require.NotZero(t, ops.readsUnder(s.clDir), "records written before EnableTailCache came from memory")
+}
+
 // TestTailCacheUnderTruncate reads records near the end of the log while they are appended
 // and the log is cut and written again: every record read is whole (its CRC checks), and
 // under -race no read overlaps a write.
