@@ -47,6 +47,34 @@ func diskWriteRate(dir string, total int64) (float64, error) {
 	return float64(total) / time.Since(start).Seconds(), nil
 }
 
+// pageCacheWrite writes total bytes in 1 MiB writes to a new file in dir, then writes them
+// again, without a sync: the first pass is what a slave's catch-up writes cost the kernel (new
+// page-cache pages), the second the same writes into pages already cached. It returns both in
+// bytes/s. The file is removed only by the returned function: removing it at once would hand
+// its pages back to the next writer already touched, and make what runs next look faster.
+func pageCacheWrite(dir string, total int64) (first, again float64, remove func(), err error) {
+	f, err := vfs.Default.Create(filepath.Join(dir, fmt.Sprintf("page-cache-write-%d", time.Now().UnixNano())))
+	if err != nil {
+		return 0, 0, func() {}, err
+	}
+	remove = func() { f.Close(); _ = vfs.Default.Remove(f.Name()) }
+	buf := make([]byte, 1<<20)
+	for i := range buf {
+		buf[i] = byte(i)
+	}
+	var rates [2]float64
+	for pass := range rates {
+		start := time.Now()
+		for off := int64(0); off < total; off += int64(len(buf)) {
+			if _, err := f.WriteAt(buf, off); err != nil {
+				return 0, 0, remove, err
+			}
+		}
+		rates[pass] = float64(total) / time.Since(start).Seconds()
+	}
+	return rates[0], rates[1], remove, nil
+}
+
 // fdatasyncRate appends 1 KiB and fdatasyncs, again and again for d, and returns fdatasyncs/s.
 func fdatasyncRate(dir string, d time.Duration) (float64, error) {
 	f, err := vfs.Default.Create(filepath.Join(dir, "fdatasync"))

@@ -316,8 +316,9 @@ func perfCatchUp(t *testing.T, report *strings.Builder, groups []*e2e.Group, lab
 			if profDir != "" {
 				prof = filepath.Join(profDir, fmt.Sprintf("catchup-%s-%d", label(i), rep))
 			}
-			r := catchUp(t, g, sz, v, prof)
+			r, pc := catchUp(t, g, sz, v, prof)
 			t.Logf("catch-up %s round %d: %.0f MB/s, ratio %.3f against loopback %.0f MB/s, CPU µs/msg %s (%s)", label(i), rep, r.Value, r.Ratio, v/1e6, r.cpuString(), r.Note)
+			t.Logf("catch-up %s round %d: ratio %.3f against a first page-cache write of %.0f MB/s (%s)", label(i), rep, pc.Ratio, pc.AnchorVal, pc.Note)
 			rows[i] = append(rows[i], r)
 		}
 	}
