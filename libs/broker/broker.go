@@ -252,6 +252,7 @@ func (b *Broker) Start() error {
 		return ErrClosed
 	}
 	b.warnHAOptOuts()
+	began := time.Now()
 	if err := b.start(); err != nil {
 		b.state.Store(stateStopping)
 		b.teardown(context.Background())
@@ -261,6 +262,7 @@ func (b *Broker) Start() error {
 	b.log.WithFields(logrus.Fields{
 		"role": b.view().role, "addr": b.Addr(), "advertised": b.brokerAddr,
 		"haAddr": b.HAAddr(), "haServerAddr": b.view().haServerAddr, "http": b.HTTPAddr(),
+		"startMs": time.Since(began).Milliseconds(),
 	}).Info("broker started")
 	return nil
 }

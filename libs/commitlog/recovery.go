@@ -6,6 +6,7 @@ import (
 	"io/fs"
 	"path/filepath"
 	"strconv"
+	"time"
 )
 
 // RecoveryReport says what Open found and what it repaired.
@@ -60,6 +61,7 @@ func (s *Store) listSegments() ([]int64, error) {
 }
 
 func (s *Store) recover() error {
+	began := time.Now()
 	rep := RecoveryReport{CutAt: -1, IndexFrom: -1}
 	starts, err := s.listSegments()
 	if err != nil {
@@ -344,7 +346,8 @@ func (s *Store) recover() error {
 	}
 	s.recovery = rep
 	s.log.WithField("clean", rep.Clean).WithField("max_offset", max).WithField("min_offset", s.minOffset.Load()).WithField("cq_units_cut", rep.CQUnitsCut).
-		WithField("cq_check", rep.CQCheck).WithField("cq_repaired", len(rep.CQRepairs)).WithField("cq_restored", rep.CQRestored).Info("commitlog recovered")
+		WithField("cq_check", rep.CQCheck).WithField("cq_repaired", len(rep.CQRepairs)).WithField("cq_restored", rep.CQRestored).
+		WithField("took_ms", time.Since(began).Milliseconds()).Info("commitlog recovered")
 	return nil
 }
 

@@ -75,18 +75,45 @@ func pageCacheWrite(dir string, total int64) (first, again float64, remove func(
 	return rates[0], rates[1], remove, nil
 }
 
-// fdatasyncRate appends 1 KiB and fdatasyncs, again and again for d, and returns fdatasyncs/s.
-func fdatasyncRate(dir string, d time.Duration) (float64, error) {
+// smallWriteRate writes total bytes to a new file in size-byte writes, one system call each,
+// then fdatasyncs once, and returns bytes/s: what one appender that must hand every record to
+// the kernel before it answers can reach, without the store's own work. Like pageCacheWrite,
+// it leaves the file to the returned function.
+func smallWriteRate(dir string, total int64, size int) (rate float64, remove func(), err error) {
+	f, err := vfs.Default.Create(filepath.Join(dir, "small-writes"))
+	if err != nil {
+		return 0, func() {}, err
+	}
+	remove = func() { f.Close(); _ = vfs.Default.Remove(f.Name()) }
+	buf := make([]byte, size)
+	for i := range buf {
+		buf[i] = byte(i)
+	}
+	start := time.Now()
+	for off := int64(0); off < total; off += int64(size) {
+		if _, err := f.WriteAt(buf, off); err != nil {
+			return 0, remove, err
+		}
+	}
+	if err := f.Sync(); err != nil {
+		return 0, remove, err
+	}
+	return float64(total) / time.Since(start).Seconds(), remove, nil
+}
+
+// fdatasyncRate appends size bytes and fdatasyncs, again and again for d, and returns
+// fdatasyncs/s.
+func fdatasyncRate(dir string, d time.Duration, size int) (float64, error) {
 	f, err := vfs.Default.Create(filepath.Join(dir, "fdatasync"))
 	if err != nil {
 		return 0, err
 	}
 	defer func() { f.Close(); _ = vfs.Default.Remove(f.Name()) }()
-	small := make([]byte, 1024)
+	small := make([]byte, size)
 	start := time.Now()
 	n := 0
 	for time.Since(start) < d || n < 3 {
-		if _, err := f.WriteAt(small, int64(n)*1024); err != nil {
+		if _, err := f.WriteAt(small, int64(n)*int64(size)); err != nil {
 			return 0, err
 		}
 		if err := f.Sync(); err != nil {

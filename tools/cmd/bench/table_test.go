@@ -167,9 +167,15 @@ func benchTable(t *testing.T, sz tableSizes) []tableRow {
 	// --- Store rows, beside the disk they run on. ---
 	diskRate, err := diskWriteRate(dir, sz.DiskBytes)
 	require.NoError(t, err)
-	syncRate, err := fdatasyncRate(dir, sz.SyncFor)
+	syncRate, err := fdatasyncRate(dir, sz.SyncFor, size)
 	require.NoError(t, err)
-	logf("disk sequential write %.0f MB/s, fdatasync %.0f/s", diskRate/1e6, syncRate)
+	// What 64 appenders can reach at most: 64 records per fsync of 64 KiB.
+	sync64Rate, err := fdatasyncRate(dir, sz.SyncFor, 64*size)
+	require.NoError(t, err)
+	smallRate, removeSmall, err := smallWriteRate(dir, sz.DiskBytes, size)
+	t.Cleanup(removeSmall)
+	require.NoError(t, err)
+	logf("disk sequential write %.0f MB/s, 1 KiB writes %.0f MB/s, fdatasync %.0f/s (1 KiB), %.0f/s (64 KiB)", diskRate/1e6, smallRate/1e6, syncRate, sync64Rate)
 	var asyncS, burstS, syncS []sample
 	var perFsync []float64
 	for rep := 0; rep < sz.Reps; rep++ {
@@ -183,6 +189,9 @@ func benchTable(t *testing.T, sz tableSizes) []tableRow {
 	storeRows = append(storeRows, tableRow{Goal: "store append ASYNC_FLUSH 1 KiB, 1 appender (+ final flush)", Value: m.val / 1e6, Unit: "MB/s",
 		Anchor: "seq write 1 MiB blocks + fdatasync", AnchorVal: diskRate / 1e6, AnchorUnit: "MB/s", Ratio: ratio(m.val, diskRate),
 		CPU: m.cpu, Allocs: -1, Note: fmt.Sprintf("anchor %d MiB once; record bytes", sz.DiskBytes>>20)})
+	storeRows = append(storeRows, tableRow{Goal: "store append ASYNC_FLUSH 1 KiB, 1 appender (+ final flush)", Value: m.val / 1e6, Unit: "MB/s",
+		Anchor: "seq write 1 KiB per call + fdatasync", AnchorVal: smallRate / 1e6, AnchorUnit: "MB/s", Ratio: ratio(m.val, smallRate),
+		CPU: m.cpu, Allocs: -1, Note: "one appender's bytes reach the kernel before each answer: one write per record, as here"})
 	m = median(burstS)
 	storeRows = append(storeRows, tableRow{Goal: "store append ASYNC_FLUSH 1 KiB, bursts of 64 (AppendQueued, the broker's send path)", Value: m.val / 1e6, Unit: "MB/s",
 		Anchor: "seq write 1 MiB blocks + fdatasync", AnchorVal: diskRate / 1e6, AnchorUnit: "MB/s", Ratio: ratio(m.val, diskRate),
@@ -192,6 +201,9 @@ func benchTable(t *testing.T, sz tableSizes) []tableRow {
 	storeRows = append(storeRows, tableRow{Goal: "store SYNC_FLUSH group commit, 64 appenders 1 KiB", Value: m.val, Unit: "msg/s",
 		Anchor: "1 KiB write + fdatasync, one writer", AnchorVal: syncRate, AnchorUnit: "fsync/s", Ratio: ratio(m.val, syncRate),
 		CPU: m.cpu, Allocs: -1, Note: fmt.Sprintf("%.1f msgs per fsync", perFsync[(len(perFsync)-1)/2])})
+	storeRows = append(storeRows, tableRow{Goal: "store SYNC_FLUSH group commit, 64 appenders 1 KiB", Value: m.val, Unit: "msg/s",
+		Anchor: "64 x (64 KiB write + fdatasync)/s", AnchorVal: 64 * sync64Rate, AnchorUnit: "msg/s", Ratio: ratio(m.val, 64*sync64Rate),
+		CPU: m.cpu, Allocs: -1, Note: fmt.Sprintf("the most 64 appenders can reach: every fsync carrying all of them; %.0f fsync/s of 64 KiB, %.3f of the 1 KiB rate", sync64Rate, ratio(sync64Rate, syncRate))})
 	storeRows = append(storeRows, recoveryRow(t, sz.Recovery))
 
 	// --- Machine anchors for the broker rows. ---
@@ -533,11 +545,36 @@ func catchUp(t *testing.T, g *e2e.Group, sz tableSizes, tcpRate float64, prof st
 		Note: fmt.Sprintf("one run, %.2fs from slave restart: status port up %.0f ms, first byte %.0f ms; CPU per backlog message",
 			el.Seconds(), float64(up.Microseconds())/1e3, float64(first.Microseconds())/1e3)}
 	transfer := el - first
+	// Where the restart went, from the restarted slave's own lines.
+	slaveLog := g.Slave.LogTail(1 << 20)
+	netRow.Note += fmt.Sprintf(" (slave: store open %s ms, broker start %s ms)",
+		lastLogField(slaveLog, "commitlog recovered", "took_ms"), lastLogField(slaveLog, "broker started", "startMs"))
 	pc := tableRow{Goal: goal, Value: rate / 1e6, Unit: "MB/s", Anchor: "first write of as many bytes to a new file", AnchorVal: pcFirst / 1e6, AnchorUnit: "MB/s",
 		Ratio: ratio(rate, pcFirst), Allocs: -1, CPU: cpu,
 		Note: fmt.Sprintf("1 MiB writes, no sync; the same writes into cached pages %.0f MB/s; from the first byte on, the catch-up ran at %.0f MB/s (%.3f of the first write)",
 			pcAgain/1e6, float64(backlog)/transfer.Seconds()/1e6, ratio(float64(backlog)/transfer.Seconds(), pcFirst))}
 	return netRow, pc
+}
+
+// lastLogField returns field's value in the last line of log that holds msg, in logrus's text
+// (field=value) or JSON ("field":value) form; "?" when there is none.
+func lastLogField(log, msg, field string) string {
+	lines := strings.Split(log, "\n")
+	for i := len(lines) - 1; i >= 0; i-- {
+		l := lines[i]
+		if !strings.Contains(l, msg) {
+			continue
+		}
+		for _, key := range []string{" " + field + "=", `"` + field + `":`} {
+			if _, v, ok := strings.Cut(l, key); ok {
+				if end := strings.IndexAny(v, " ,}"); end >= 0 {
+					v = v[:end]
+				}
+				return strings.Trim(v, `"`)
+			}
+		}
+	}
+	return "?"
 }
 
 // TestBenchTable prints the performance issue's goals as one table, each beside its anchor
