@@ -105,6 +105,19 @@ require (
 
 replace github.com/rmqha/rmqha/libs/failover => ../libs/failover
 
-require github.com/rmqha/rmqha/libs/quietsock v0.0.0 // indirect
+require (
+	github.com/rmqha/rmqha/libs/broker v0.0.0
+	github.com/rmqha/rmqha/libs/filter v0.0.0 // indirect
+	github.com/rmqha/rmqha/libs/obs v0.0.0 // indirect
+	github.com/rmqha/rmqha/libs/quietsock v0.0.0 // indirect
+)
 
 replace github.com/rmqha/rmqha/libs/quietsock => ../libs/quietsock
+
+replace github.com/rmqha/rmqha/libs/broker => ../libs/broker
+
+replace github.com/rmqha/rmqha/libs/metasync => ../libs/metasync
+
+replace github.com/rmqha/rmqha/libs/obs => ../libs/obs
+
+replace github.com/rmqha/rmqha/libs/filter => ../libs/filter

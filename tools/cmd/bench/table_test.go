@@ -220,6 +220,16 @@ func benchTable(t *testing.T, sz tableSizes) []tableRow {
 	slices.Sort(rtt)
 	tcpRate, rttUS := tcp[(len(tcp)-1)/2], rtt[(len(rtt)-1)/2]
 	logf("loopback TCP %.0f MB/s, RTT %.1f µs", tcpRate/1e6, rttUS)
+	// The SYNC row's in-process anchor, before JetStream or any group runs beside it.
+	var inP50, inCPU []float64
+	for rep := 0; rep < sz.Reps; rep++ {
+		p, c := inProcessSyncSend(t, sz.Run)
+		inP50, inCPU = append(inP50, p), append(inCPU, c)
+	}
+	slices.Sort(inP50)
+	slices.Sort(inCPU)
+	inMed, inCPUMed := inP50[(len(inP50)-1)/2], inCPU[(len(inCPU)-1)/2]
+	logf("in-process SYNC send p50 %.0f µs, %.1f CPU µs per send", inMed, inCPUMed)
 
 	js1, err := startJetStream(t.TempDir(), 1, 30*time.Second)
 	require.NoError(t, err)
@@ -283,6 +293,9 @@ func benchTable(t *testing.T, sz tableSizes) []tableRow {
 	rows = append(rows, tableRow{Goal: "SYNC_MASTER 1 producer p50 (raw frames, 1 KiB)", Value: m.val, Unit: "µs",
 		Anchor: "loopback TCP ping-pong 1 KiB/64 B", AnchorVal: rttUS, AnchorUnit: "µs", Ratio: ratio(m.val, rttUS),
 		CPU: m.cpu, Allocs: m.allocs, Note: "ratio = round trips per send (master, slave, back)"})
+	rows = append(rows, tableRow{Goal: "SYNC_MASTER 1 producer p50 (raw frames, 1 KiB)", Value: m.val, Unit: "µs",
+		Anchor: "the same send, client + master + slave in one process", AnchorVal: inMed, AnchorUnit: "µs", Ratio: ratio(m.val, inMed),
+		CPU: m.cpu, Allocs: m.allocs, Note: fmt.Sprintf("goal <= 1.6; in one process %.1f CPU µs per send, against %.1f for the three processes", inCPUMed, sumCPU(m.cpu))})
 	var js3 *jsCluster
 	var js3Err error
 	if sz.R3 {
@@ -554,6 +567,15 @@ func catchUp(t *testing.T, g *e2e.Group, sz tableSizes, tcpRate float64, prof st
 		Note: fmt.Sprintf("1 MiB writes, no sync; the same writes into cached pages %.0f MB/s; from the first byte on, the catch-up ran at %.0f MB/s (%.3f of the first write)",
 			pcAgain/1e6, float64(backlog)/transfer.Seconds()/1e6, ratio(float64(backlog)/transfer.Seconds(), pcFirst))}
 	return netRow, pc
+}
+
+// sumCPU adds the CPU µs per message of every process.
+func sumCPU(cpu []procUS) float64 {
+	var n float64
+	for _, c := range cpu {
+		n += c.US
+	}
+	return n
 }
 
 // lastLogField returns field's value in the last line of log that holds msg, in logrus's text
