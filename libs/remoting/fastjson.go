@@ -3,6 +3,8 @@ package remoting
 import (
 	"bytes"
 	"math"
+	"unicode/utf16"
+	"unicode/utf8"
 )
 
 // The fast JSON header path.
@@ -128,6 +130,10 @@ func (f *fastScanner) str() (string, bool) {
 			}
 			return string(f.b[start:j]), true
 		case '\\':
+			if v, ok := f.strEscaped(start, j); ok {
+				return v, true
+			}
+			// Surrogate pairs and malformed escapes: the generic parser decides.
 			p := jsonParser{b: f.b, i: f.i}
 			v := p.str()
 			if p.err != nil {
@@ -135,6 +141,64 @@ func (f *fastScanner) str() (string, bool) {
 			}
 			f.i = p.i
 			return v, true
+		}
+	}
+	return "", false
+}
+
+// strEscaped finishes a string whose first escape is at j (the contents start at start), as
+// the generic parser's strEscaped does, for the escapes clients send: a message's properties
+// carry their separators as \u0001 and \u0002. It copies the runs between escapes whole,
+// and an inline request's value comes from the connection's arena instead of an allocation of
+// its own. It gives up (false, f.i unchanged) on a surrogate escape or anything malformed,
+// which the generic parser then decides; FuzzJSONHeaderFast checks the two agree.
+func (f *fastScanner) strEscaped(start, j int) (string, bool) {
+	var stack [256]byte
+	out := append(stack[:0], f.b[start:j]...)
+	b := f.b
+	for i := j; i < len(b); {
+		switch c := b[i]; c {
+		case '"':
+			f.i = i + 1
+			if f.fromArena {
+				return f.arena.string(out), true
+			}
+			return string(out), true
+		case '\\':
+			if i+1 >= len(b) {
+				return "", false
+			}
+			switch e := b[i+1]; e {
+			case '"', '\\', '/':
+				out = append(out, e)
+			case 'b':
+				out = append(out, '\b')
+			case 'f':
+				out = append(out, '\f')
+			case 'n':
+				out = append(out, '\n')
+			case 'r':
+				out = append(out, '\r')
+			case 't':
+				out = append(out, '\t')
+			case 'u':
+				r, ok := hexVal(b[i+2:])
+				if !ok || utf16.IsSurrogate(r) {
+					return "", false
+				}
+				out = utf8.AppendRune(out, r)
+				i += 4
+			default:
+				return "", false
+			}
+			i += 2
+		default:
+			k := i + 1
+			for k < len(b) && b[k] != '"' && b[k] != '\\' {
+				k++
+			}
+			out = append(out, b[i:k]...)
+			i = k
 		}
 	}
 	return "", false
