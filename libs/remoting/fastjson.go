@@ -168,27 +168,13 @@ func (f *fastScanner) strEscaped(start, j int) (string, bool) {
 			if i+1 >= len(b) {
 				return "", false
 			}
-			switch e := b[i+1]; e {
-			case '"', '\\', '/':
-				out = append(out, e)
-			case 'b':
-				out = append(out, '\b')
-			case 'f':
-				out = append(out, '\f')
-			case 'n':
-				out = append(out, '\n')
-			case 'r':
-				out = append(out, '\r')
-			case 't':
-				out = append(out, '\t')
-			case 'u':
-				r, ok := hexVal(b[i+2:])
-				if !ok || utf16.IsSurrogate(r) {
-					return "", false
-				}
+			e := b[i+1]
+			if c, ok := simpleEscape(e); ok {
+				out = append(out, c)
+			} else if r, ok := hexVal(b[i+2:]); e == 'u' && ok && !utf16.IsSurrogate(r) {
 				out = utf8.AppendRune(out, r)
 				i += 4
-			default:
+			} else {
 				return "", false
 			}
 			i += 2

@@ -108,6 +108,25 @@ func hexVal(b []byte) (rune, bool) {
 	return r, true
 }
 
+// simpleEscape is the byte a one-character escape \e stands for.
+func simpleEscape(e byte) (byte, bool) {
+	switch e {
+	case '"', '\\', '/':
+		return e, true
+	case 'b':
+		return '\b', true
+	case 'f':
+		return '\f', true
+	case 'n':
+		return '\n', true
+	case 'r':
+		return '\r', true
+	case 't':
+		return '\t', true
+	}
+	return 0, false
+}
+
 // strEscaped finishes a string that contains escapes; p.i is at the first backslash.
 func (p *jsonParser) strEscaped(start int) string {
 	// Short strings (a message's properties) are unescaped on the stack: one allocation, the
@@ -130,19 +149,11 @@ func (p *jsonParser) strEscaped(start int) string {
 		}
 		e := p.b[p.i+1]
 		p.i += 2
+		if c, ok := simpleEscape(e); ok {
+			out = append(out, c)
+			continue
+		}
 		switch e {
-		case '"', '\\', '/':
-			out = append(out, e)
-		case 'b':
-			out = append(out, '\b')
-		case 'f':
-			out = append(out, '\f')
-		case 'n':
-			out = append(out, '\n')
-		case 'r':
-			out = append(out, '\r')
-		case 't':
-			out = append(out, '\t')
 		case 'u':
 			r, ok := hexVal(p.b[p.i:])
 			if !ok {
