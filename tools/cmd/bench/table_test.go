@@ -5,9 +5,11 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"net/http"
 	"net/netip"
 	"os"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -519,10 +521,13 @@ func catchUp(t *testing.T, g *e2e.Group, sz tableSizes, tcpRate float64, prof st
 	// add as much to a catch-up that takes well under a second.
 	deadline := time.Now().Add(5 * time.Minute)
 	var up, first time.Duration
+	var openFsyncs, openFsyncSecs float64
 	for {
 		s, err := g.SlaveStatus()
 		if err == nil && up == 0 {
 			up = time.Since(start)
+			// What the store's fsyncs took so far: almost all of them the open's.
+			openFsyncs, openFsyncSecs = fsyncMetrics(g.SlaveHTTP)
 			if prof != "" {
 				profDone = append(profDone, cpuProfile(t, g.SlaveHTTP, prof+".slave.cpu.pprof", 3))
 			}
@@ -560,13 +565,41 @@ func catchUp(t *testing.T, g *e2e.Group, sz tableSizes, tcpRate float64, prof st
 	transfer := el - first
 	// Where the restart went, from the restarted slave's own lines.
 	slaveLog := g.Slave.LogTail(1 << 20)
-	netRow.Note += fmt.Sprintf(" (slave: store open %s ms, broker start %s ms)",
-		lastLogField(slaveLog, "commitlog recovered", "took_ms"), lastLogField(slaveLog, "broker started", "startMs"))
+	netRow.Note += fmt.Sprintf(" (slave: store open %s ms, broker start %s ms, %.0f fsyncs by then taking %.0f ms)",
+		lastLogField(slaveLog, "commitlog recovered", "took_ms"), lastLogField(slaveLog, "broker started", "startMs"),
+		openFsyncs, openFsyncSecs*1e3)
 	pc := tableRow{Goal: goal, Value: rate / 1e6, Unit: "MB/s", Anchor: "first write of as many bytes to a new file", AnchorVal: pcFirst / 1e6, AnchorUnit: "MB/s",
 		Ratio: ratio(rate, pcFirst), Allocs: -1, CPU: cpu,
 		Note: fmt.Sprintf("1 MiB writes, no sync; the same writes into cached pages %.0f MB/s; from the first byte on, the catch-up ran at %.0f MB/s (%.3f of the first write)",
 			pcAgain/1e6, float64(backlog)/transfer.Seconds()/1e6, ratio(float64(backlog)/transfer.Seconds(), pcFirst))}
 	return netRow, pc
+}
+
+// fsyncMetrics returns the count and the seconds of a broker's store fsyncs so far, from its
+// /metrics (0, 0 when it cannot be read).
+func fsyncMetrics(statusAddr string) (count, secs float64) {
+	resp, err := http.Get("http://" + statusAddr + "/metrics")
+	if err != nil {
+		return 0, 0
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(io.LimitReader(resp.Body, 8<<20))
+	if err != nil {
+		return 0, 0
+	}
+	for _, l := range strings.Split(string(b), "\n") {
+		name, v, ok := strings.Cut(l, " ")
+		if !ok {
+			continue
+		}
+		switch name {
+		case "rmqha_broker_store_fsync_seconds_count":
+			count, _ = strconv.ParseFloat(v, 64)
+		case "rmqha_broker_store_fsync_seconds_sum":
+			secs, _ = strconv.ParseFloat(v, 64)
+		}
+	}
+	return count, secs
 }
 
 // sumCPU adds the CPU µs per message of every process.
