@@ -347,7 +347,7 @@ func (s *Store) recover() error {
 	s.recovery = rep
 	s.log.WithField("clean", rep.Clean).WithField("max_offset", max).WithField("min_offset", s.minOffset.Load()).WithField("cq_units_cut", rep.CQUnitsCut).
 		WithField("cq_check", rep.CQCheck).WithField("cq_repaired", len(rep.CQRepairs)).WithField("cq_restored", rep.CQRestored).
-		WithField("took_ms", time.Since(began).Milliseconds()).Info("commitlog recovered")
+		WithField("scanned_bytes", rep.ScannedBytes).WithField("took_ms", time.Since(began).Milliseconds()).Info("commitlog recovered")
 	return nil
 }
 
