@@ -522,12 +522,15 @@ func catchUp(t *testing.T, g *e2e.Group, sz tableSizes, tcpRate float64, prof st
 	deadline := time.Now().Add(5 * time.Minute)
 	var up, first time.Duration
 	var openFsyncs, openFsyncSecs float64
+	var startCPU time.Duration
 	for {
 		s, err := g.SlaveStatus()
 		if err == nil && up == 0 {
 			up = time.Since(start)
-			// What the store's fsyncs took so far: almost all of them the open's.
+			// What the store's fsyncs took so far (almost all of them the open's), and the
+			// CPU the start took: a slow start that used little of it waited.
 			openFsyncs, openFsyncSecs = fsyncMetrics(g.SlaveHTTP)
+			startCPU, _ = procCPU(g.Slave.PID())
 			if prof != "" {
 				profDone = append(profDone, cpuProfile(t, g.SlaveHTTP, prof+".slave.cpu.pprof", 3))
 			}
@@ -565,10 +568,10 @@ func catchUp(t *testing.T, g *e2e.Group, sz tableSizes, tcpRate float64, prof st
 	transfer := el - first
 	// Where the restart went, from the restarted slave's own lines.
 	slaveLog := g.Slave.LogTail(1 << 20)
-	netRow.Note += fmt.Sprintf(" (slave: store open %s ms, clean=%s, %s bytes validated; broker start %s ms; %.0f fsyncs by then taking %.0f ms)",
+	netRow.Note += fmt.Sprintf(" (slave: store open %s ms, clean=%s, %s bytes validated; broker start %s ms; %.0f ms CPU and %.0f fsyncs taking %.0f ms by then)",
 		lastLogField(slaveLog, "commitlog recovered", "took_ms"), lastLogField(slaveLog, "commitlog recovered", "clean"),
 		lastLogField(slaveLog, "commitlog recovered", "scanned_bytes"), lastLogField(slaveLog, "broker started", "startMs"),
-		openFsyncs, openFsyncSecs*1e3)
+		float64(startCPU.Microseconds())/1e3, openFsyncs, openFsyncSecs*1e3)
 	pc := tableRow{Goal: goal, Value: rate / 1e6, Unit: "MB/s", Anchor: "first write of as many bytes to a new file", AnchorVal: pcFirst / 1e6, AnchorUnit: "MB/s",
 		Ratio: ratio(rate, pcFirst), Allocs: -1, CPU: cpu,
 		Note: fmt.Sprintf("1 MiB writes, no sync; the same writes into cached pages %.0f MB/s; from the first byte on, the catch-up ran at %.0f MB/s (%.3f of the first write)",
