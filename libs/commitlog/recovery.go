@@ -6,6 +6,7 @@ import (
 	"io/fs"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"time"
 )
 
@@ -62,6 +63,14 @@ func (s *Store) listSegments() ([]int64, error) {
 
 func (s *Store) recover() error {
 	began := time.Now()
+	// Where an open's time goes, for its log line: a restart that takes long says which part.
+	var phases []string
+	mark := began
+	lap := func(name string) {
+		now := time.Now()
+		phases = append(phases, name+":"+strconv.FormatInt(now.Sub(mark).Milliseconds(), 10))
+		mark = now
+	}
 	rep := RecoveryReport{CutAt: -1, IndexFrom: -1}
 	starts, err := s.listSegments()
 	if err != nil {
@@ -196,6 +205,7 @@ func (s *Store) recover() error {
 	max := s.endOfFiles()
 	s.maxOffset.Store(max)
 
+	lap("segments")
 	// Consume queues: cut to the last durable dispatch point, then replay.
 	damaged, err := s.loadAllCQ(crashed || s.cfg.RecoveryFullScan)
 	if err != nil {
@@ -223,6 +233,7 @@ func (s *Store) recover() error {
 	if err := s.cutQueuesFrom(&rep, d); err != nil {
 		return err
 	}
+	lap("queues")
 	if err := s.recoverIndex(&rep, d); err != nil {
 		return err
 	}
@@ -233,6 +244,7 @@ func (s *Store) recover() error {
 		}
 	}
 	s.dispatched.Store(d)
+	lap("index")
 	// before sees d and targets as they are when it runs: in the pass, or after it when a cut
 	// below the dispatch point lowered d.
 	feed := &recoveryFeed{s: s, d: d, before: func() error {
@@ -257,6 +269,7 @@ func (s *Store) recover() error {
 			cut(at, file, reason)
 		}
 	}
+	lap("scan")
 	if rep.CutAt >= 0 {
 		if err := s.cutSegments(rep.CutAt); err != nil {
 			return err
@@ -347,7 +360,8 @@ func (s *Store) recover() error {
 	s.recovery = rep
 	s.log.WithField("clean", rep.Clean).WithField("max_offset", max).WithField("min_offset", s.minOffset.Load()).WithField("cq_units_cut", rep.CQUnitsCut).
 		WithField("cq_check", rep.CQCheck).WithField("cq_repaired", len(rep.CQRepairs)).WithField("cq_restored", rep.CQRestored).
-		WithField("scanned_bytes", rep.ScannedBytes).WithField("took_ms", time.Since(began).Milliseconds()).Info("commitlog recovered")
+		WithField("scanned_bytes", rep.ScannedBytes).WithField("took_ms", time.Since(began).Milliseconds()).
+		WithField("phases_ms", strings.Join(append(phases, "rest:"+strconv.FormatInt(time.Since(mark).Milliseconds(), 10)), "/")).Info("commitlog recovered")
 	return nil
 }
 

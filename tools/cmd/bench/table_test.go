@@ -568,8 +568,9 @@ func catchUp(t *testing.T, g *e2e.Group, sz tableSizes, tcpRate float64, prof st
 	transfer := el - first
 	// Where the restart went, from the restarted slave's own lines.
 	slaveLog := g.Slave.LogTail(1 << 20)
-	netRow.Note += fmt.Sprintf(" (slave: store open %s ms, clean=%s, %s bytes validated; broker start %s ms; %.0f ms CPU and %.0f fsyncs taking %.0f ms by then)",
-		lastLogField(slaveLog, "commitlog recovered", "took_ms"), lastLogField(slaveLog, "commitlog recovered", "clean"),
+	netRow.Note += fmt.Sprintf(" (slave: store open %s ms [%s], clean=%s, %s bytes validated; broker start %s ms; %.0f ms CPU and %.0f fsyncs taking %.0f ms by then)",
+		lastLogField(slaveLog, "commitlog recovered", "took_ms"), lastLogField(slaveLog, "commitlog recovered", "phases_ms"),
+		lastLogField(slaveLog, "commitlog recovered", "clean"),
 		lastLogField(slaveLog, "commitlog recovered", "scanned_bytes"), lastLogField(slaveLog, "broker started", "startMs"),
 		float64(startCPU.Microseconds())/1e3, openFsyncs, openFsyncSecs*1e3)
 	pc := tableRow{Goal: goal, Value: rate / 1e6, Unit: "MB/s", Anchor: "first write of as many bytes to a new file", AnchorVal: pcFirst / 1e6, AnchorUnit: "MB/s",
