@@ -360,7 +360,8 @@ func (s *Store) recover() error {
 	s.recovery = rep
 	s.log.WithField("clean", rep.Clean).WithField("max_offset", max).WithField("min_offset", s.minOffset.Load()).WithField("cq_units_cut", rep.CQUnitsCut).
 		WithField("cq_check", rep.CQCheck).WithField("cq_repaired", len(rep.CQRepairs)).WithField("cq_restored", rep.CQRestored).
-		WithField("scanned_bytes", rep.ScannedBytes).WithField("took_ms", time.Since(began).Milliseconds()).
+		WithField("scanned_bytes", rep.ScannedBytes).WithField("redispatch_from", rep.RedispatchFrom).WithField("index_from", rep.IndexFrom).
+		WithField("took_ms", time.Since(began).Milliseconds()).
 		WithField("phases_ms", strings.Join(append(phases, "rest:"+strconv.FormatInt(time.Since(mark).Milliseconds(), 10)), "/")).Info("commitlog recovered")
 	return nil
 }

@@ -568,10 +568,10 @@ func catchUp(t *testing.T, g *e2e.Group, sz tableSizes, tcpRate float64, prof st
 	transfer := el - first
 	// Where the restart went, from the restarted slave's own lines.
 	slaveLog := g.Slave.LogTail(1 << 20)
-	netRow.Note += fmt.Sprintf(" (slave: store open %s ms [%s], clean=%s, %s bytes validated; broker start %s ms; %.0f ms CPU and %.0f fsyncs taking %.0f ms by then)",
-		lastLogField(slaveLog, "commitlog recovered", "took_ms"), lastLogField(slaveLog, "commitlog recovered", "phases_ms"),
-		lastLogField(slaveLog, "commitlog recovered", "clean"),
-		lastLogField(slaveLog, "commitlog recovered", "scanned_bytes"), lastLogField(slaveLog, "broker started", "startMs"),
+	rec := func(field string) string { return lastLogField(slaveLog, "commitlog recovered", field) }
+	netRow.Note += fmt.Sprintf(" (slave: store open %s ms [%s], clean=%s, %s bytes validated, dispatch again from %s and index from %s of %s; broker start %s ms; %.0f ms CPU and %.0f fsyncs taking %.0f ms by then)",
+		rec("took_ms"), rec("phases_ms"), rec("clean"), rec("scanned_bytes"), rec("redispatch_from"), rec("index_from"), rec("max_offset"),
+		lastLogField(slaveLog, "broker started", "startMs"),
 		float64(startCPU.Microseconds())/1e3, openFsyncs, openFsyncSecs*1e3)
 	pc := tableRow{Goal: goal, Value: rate / 1e6, Unit: "MB/s", Anchor: "first write of as many bytes to a new file", AnchorVal: pcFirst / 1e6, AnchorUnit: "MB/s",
 		Ratio: ratio(rate, pcFirst), Allocs: -1, CPU: cpu,
