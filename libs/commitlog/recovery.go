@@ -289,6 +289,7 @@ func (s *Store) recover() error {
 		}
 	}
 	s.flushed.Store(max)
+	lap("sync")
 	if d > max {
 		// The cut lies below the dispatch point: the pass dispatched nothing, and what the
 		// queues and the index hold from the cut on goes.
@@ -322,6 +323,7 @@ func (s *Store) recover() error {
 	if err := s.dispatchLocked(); err != nil {
 		return err
 	}
+	lap("dispatch") // with the queue rebuilds and the index catch-up the pass left to here
 	if s.idx != nil && rep.IndexFrom >= 0 {
 		s.log.WithField("from", rep.IndexFrom).WithField("to", d).Info("message index rebuilt from the CommitLog")
 	}
@@ -340,6 +342,7 @@ func (s *Store) recover() error {
 	for _, r := range rep.CQRepairs {
 		rep.CQRestored += r.Restored
 	}
+	lap("repairs")
 	// Mark the store open (crash marker) and record the recovered state.
 	af, err := s.fs.Create(filepath.Join(s.cfg.Dir, abortFile))
 	if err != nil {
@@ -349,9 +352,11 @@ func (s *Store) recover() error {
 	if err := s.fs.SyncDir(s.cfg.Dir); err != nil {
 		return err
 	}
+	lap("marker")
 	if err := s.writeCheckpoint(true); err != nil {
 		return err
 	}
+	lap("checkpoint")
 	if rep.Intent != "" {
 		if err := s.clearIntent(); err != nil {
 			return err
