@@ -31,20 +31,34 @@ func diskWriteRate(dir string, total int64) (float64, error) {
 		return 0, err
 	}
 	defer func() { f.Close(); _ = vfs.Default.Remove(f.Name()) }()
-	buf := make([]byte, 1<<20)
-	for i := range buf {
-		buf[i] = byte(i)
-	}
 	start := time.Now()
-	for off := int64(0); off < total; off += int64(len(buf)) {
-		if _, err := f.WriteAt(buf, off); err != nil {
-			return 0, err
-		}
+	if err := writeSeq(f, total, patterned(1<<20)); err != nil {
+		return 0, err
 	}
 	if err := f.Sync(); err != nil {
 		return 0, err
 	}
 	return float64(total) / time.Since(start).Seconds(), nil
+}
+
+// patterned returns n bytes of a repeating pattern (not zeros, which a file system may treat
+// specially).
+func patterned(n int) []byte {
+	buf := make([]byte, n)
+	for i := range buf {
+		buf[i] = byte(i)
+	}
+	return buf
+}
+
+// writeSeq writes total bytes to f from offset 0, len(buf) per write call.
+func writeSeq(f vfs.File, total int64, buf []byte) error {
+	for off := int64(0); off < total; off += int64(len(buf)) {
+		if _, err := f.WriteAt(buf, off); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // pageCacheWrite writes total bytes in 1 MiB writes to a new file in dir, then writes them
@@ -58,17 +72,12 @@ func pageCacheWrite(dir string, total int64) (first, again float64, remove func(
 		return 0, 0, func() {}, err
 	}
 	remove = func() { f.Close(); _ = vfs.Default.Remove(f.Name()) }
-	buf := make([]byte, 1<<20)
-	for i := range buf {
-		buf[i] = byte(i)
-	}
+	buf := patterned(1 << 20)
 	var rates [2]float64
 	for pass := range rates {
 		start := time.Now()
-		for off := int64(0); off < total; off += int64(len(buf)) {
-			if _, err := f.WriteAt(buf, off); err != nil {
-				return 0, 0, remove, err
-			}
+		if err := writeSeq(f, total, buf); err != nil {
+			return 0, 0, remove, err
 		}
 		rates[pass] = float64(total) / time.Since(start).Seconds()
 	}
@@ -85,15 +94,9 @@ func smallWriteRate(dir string, total int64, size int) (rate float64, remove fun
 		return 0, func() {}, err
 	}
 	remove = func() { f.Close(); _ = vfs.Default.Remove(f.Name()) }
-	buf := make([]byte, size)
-	for i := range buf {
-		buf[i] = byte(i)
-	}
 	start := time.Now()
-	for off := int64(0); off < total; off += int64(size) {
-		if _, err := f.WriteAt(buf, off); err != nil {
-			return 0, remove, err
-		}
+	if err := writeSeq(f, total, patterned(size)); err != nil {
+		return 0, remove, err
 	}
 	if err := f.Sync(); err != nil {
 		return 0, remove, err

@@ -488,9 +488,10 @@ func storeAppend(t *testing.T, mode commitlog.FlushDiskType, workers, size int, 
 // catchUp stops the group's slave, produces sz.Backlog bytes to the master, restarts the slave
 // and times it until it holds everything the master has: replication bytes/s against one
 // loopback TCP stream, and (the second row) against a first write of as many bytes into a new
-// file's page cache, measured right after it: the slave must put every byte it receives there. The time includes the slave's own start (store recovery, reconnect);
-// the note splits it into the restart (until the slave's status port answers), the wait for the
-// first replicated byte and the transfer. With a non-empty prof (both brokers started with
+// file's page cache, measured right after it: the slave must put every byte it receives there.
+// The time includes the slave's own start (store recovery, reconnect); the note splits it into
+// the restart (until the slave's status port answers), the wait for the first replicated byte
+// and the transfer. With a non-empty prof (both brokers started with
 // httpPprofEnable=true), it also saves CPU profiles of the slave and the master taken during the
 // catch-up as prof.slave.cpu.pprof and prof.master.cpu.pprof.
 func catchUp(t *testing.T, g *e2e.Group, sz tableSizes, tcpRate float64, prof string) (tableRow, tableRow) {
