@@ -7,6 +7,8 @@ import (
 	"time"
 
 	"github.com/apache/rocketmq-client-go/v2/primitive"
+
+	"github.com/rmqha/rmqha/tools/harness"
 )
 
 // failoverNode is one node of deploy/docker-compose.failover.yml as the test reaches it.
@@ -26,7 +28,7 @@ func TestComposeFailover(t *testing.T) {
 	buildImages(t, root)
 	g := newGroup(t, root, compose, false)
 	g.files = []string{"deploy/docker-compose.failover.yml"}
-	ports := freePorts(t, 4)
+	ports := harness.MustFreePorts(t, 4)
 	g.env = append(g.env, "RMQHA_TAG=offline",
 		"RMQHA_F1_PORT="+strconv.Itoa(ports[0]), "RMQHA_F2_PORT="+strconv.Itoa(ports[1]),
 		"RMQHA_F1_HTTP_PORT="+strconv.Itoa(ports[2]), "RMQHA_F2_HTTP_PORT="+strconv.Itoa(ports[3]))

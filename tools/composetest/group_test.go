@@ -77,7 +77,7 @@ func newGroup(t testing.TB, root string, compose []string, withMetasync bool) *g
 	if err != nil {
 		t.Fatalf("no free /24 for the compose network: %v", err)
 	}
-	ports := freePorts(t, 6)
+	ports := harness.MustFreePorts(t, 6)
 	g.namesrvPort, g.masterPort, g.slavePort, g.masterHTTP, g.slaveHTTP = ports[0], ports[1], ports[2], ports[3], ports[4]
 	g.env = append(os.Environ(),
 		"RMQHA_NET="+g.net,
@@ -346,22 +346,4 @@ func freeNet() (string, error) {
 		}
 	}
 	return "", errors.New("every candidate overlaps")
-}
-
-// freePorts returns n distinct ports free on every interface (published ports bind 0.0.0.0).
-func freePorts(t testing.TB, n int) []int {
-	var ports []int
-	var lns []net.Listener
-	for len(ports) < n {
-		ln, err := net.Listen("tcp", "0.0.0.0:0")
-		if err != nil {
-			t.Fatal(err)
-		}
-		lns = append(lns, ln)
-		ports = append(ports, ln.Addr().(*net.TCPAddr).Port)
-	}
-	for _, ln := range lns {
-		_ = ln.Close()
-	}
-	return ports
 }

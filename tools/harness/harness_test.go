@@ -6,6 +6,7 @@ import (
 	"io"
 	"net"
 	"os/exec"
+	"strconv"
 	"testing"
 	"time"
 
@@ -133,4 +134,35 @@ func TestProxyCutDelayHeal(t *testing.T) {
 	p.Heal()
 	_, err = echo()
 	require.NoError(t, err)
+}
+
+// TestFreePortsNeverTwice: a port is handed out once per process, outside the kernel's
+// ephemeral range (where outgoing connections take their local ports), and was free when
+// handed out.
+func TestFreePortsNeverTwice(t *testing.T) {
+	seen := map[int]bool{}
+	eph := ephemeralLow()
+	for i := 0; i < 50; i++ {
+		ps, err := FreePorts(4)
+		require.NoError(t, err)
+		for _, p := range ps {
+			require.False(t, seen[p], "port %d handed out twice", p)
+			seen[p] = true
+			if eph-portPoolLow >= minPoolSize {
+				require.GreaterOrEqual(t, p, portPoolLow)
+				require.Less(t, p, eph, "port %d is in the ephemeral range", p)
+			}
+		}
+	}
+	// A port someone holds is skipped.
+	next := func() int { ports.mu.Lock(); defer ports.mu.Unlock(); return ports.next }
+	held := next()
+	ln, err := net.Listen("tcp", net.JoinHostPort("127.0.0.1", strconv.Itoa(held)))
+	if err != nil {
+		t.Skipf("port %d is held by another process already: %v", held, err)
+	}
+	defer ln.Close()
+	p, err := FreePort()
+	require.NoError(t, err)
+	require.NotEqual(t, held, p)
 }

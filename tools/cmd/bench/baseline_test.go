@@ -235,7 +235,7 @@ type jsCluster struct {
 // loopback routes) with stores under dir and creates the stream "BENCH" with that many
 // replicas, waiting (within ready) for the cluster to elect its leaders.
 func startJetStream(dir string, replicas int, ready time.Duration) (*jsCluster, error) {
-	ports, err := freePorts(2 * replicas)
+	ports, err := harness.FreePorts(2 * replicas)
 	if err != nil {
 		return nil, err
 	}
@@ -305,20 +305,6 @@ func (c *jsCluster) close() {
 	for _, s := range c.servers {
 		s.WaitForShutdown()
 	}
-}
-
-func freePorts(n int) ([]int, error) {
-	out := make([]int, 0, n)
-	for len(out) < n {
-		p, err := harness.FreePort()
-		if err != nil {
-			return nil, err
-		}
-		if !slices.Contains(out, p) {
-			out = append(out, p)
-		}
-	}
-	return out, nil
 }
 
 // jsAsyncPublish publishes size-byte messages with PublishAsync, at most inflight unanswered,
