@@ -10,7 +10,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -213,12 +212,12 @@ func httpGet(url string) (int, string, error) {
 	return resp.StatusCode, string(b), err
 }
 
-func (a *aclGroup) metrics(t *testing.T, hostport string) string {
+// metrics reads the /metrics page at hostport, by series; a series it lacks reads as 0.
+func (a *aclGroup) metrics(t *testing.T, hostport string) map[string]float64 {
 	t.Helper()
-	code, body, err := httpGet("http://" + hostport + "/metrics")
+	m, err := harness.Metrics(hostport)
 	require.NoError(t, err)
-	require.Equal(t, http.StatusOK, code)
-	return body
+	return m
 }
 
 // toolBin returns a built tool binary (mqadmin, bench, metasync) of this checkout:
@@ -271,19 +270,6 @@ func runTool(t *testing.T, bin string, env []string, args ...string) (int, strin
 		t.Fatalf("%s %v: %v", bin, args, err)
 	}
 	return 0, string(out)
-}
-
-// metricValue is the value of the sample line starting with series (0 when absent).
-func metricValue(body, series string) float64 {
-	for _, line := range strings.Split(body, "\n") {
-		if rest, ok := strings.CutPrefix(line, series+" "); ok {
-			var v float64
-			if _, err := fmt.Sscan(rest, &v); err == nil {
-				return v
-			}
-		}
-	}
-	return 0
 }
 
 // mkdirWrite writes data to path, creating its folder.

@@ -1,7 +1,6 @@
 package attacktest
 
 import (
-	"bufio"
 	"context"
 	"crypto/tls"
 	"encoding/json"
@@ -153,21 +152,11 @@ func Status(hostport string) (map[string]any, error) {
 
 // Metric reads one series ("name" or "name{labels}") from a broker's /metrics; 0 when absent.
 func Metric(hostport, series string) (float64, error) {
-	c := &http.Client{Timeout: 3 * time.Second}
-	resp, err := c.Get("http://" + hostport + "/metrics")
+	m, err := harness.Metrics(hostport)
 	if err != nil {
 		return 0, err
 	}
-	defer resp.Body.Close()
-	sc := bufio.NewScanner(resp.Body)
-	sc.Buffer(make([]byte, 64<<10), 4<<20)
-	for sc.Scan() {
-		line := sc.Text()
-		if strings.HasPrefix(line, series+" ") {
-			return strconv.ParseFloat(strings.TrimSpace(line[len(series):]), 64)
-		}
-	}
-	return 0, sc.Err()
+	return m[series], nil
 }
 
 // RSS returns the resident memory of a process in bytes (VmRSS).

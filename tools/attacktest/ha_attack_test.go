@@ -6,7 +6,6 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
-	"io"
 	"net"
 	"net/http"
 	"os"
@@ -128,19 +127,9 @@ func status(t *testing.T, hostport string) slaveHA {
 // metric reads one series from a broker's /metrics (0 when absent).
 func metric(t *testing.T, hostport, series string) float64 {
 	t.Helper()
-	resp, err := http.Get("http://" + hostport + "/metrics")
+	v, err := Metric(hostport, series)
 	require.NoError(t, err)
-	defer resp.Body.Close()
-	b, err := io.ReadAll(resp.Body)
-	require.NoError(t, err)
-	for _, line := range strings.Split(string(b), "\n") {
-		if v, ok := strings.CutPrefix(line, series+" "); ok {
-			var f float64
-			_, _ = fmt.Sscan(v, &f)
-			return f
-		}
-	}
-	return 0
+	return v
 }
 
 // logFingerprint hashes every file of the slave's CommitLog and its epoch file.

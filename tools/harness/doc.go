@@ -12,5 +12,6 @@
 //
 // Every starter has an error-returning form for programs (the local group
 // launcher) and a testing.TB form that fails the test and registers cleanup.
-// Readiness is checked by polling with a deadline, never by sleeping.
+// Readiness is checked by polling with a deadline, never by sleeping. Metrics
+// reads a service's /metrics page for tests that assert on its counters.
 package harness

@@ -3,8 +3,6 @@ package replytest
 import (
 	"context"
 	"fmt"
-	"io"
-	"net/http"
 	"os"
 	"strconv"
 	"strings"
@@ -164,19 +162,9 @@ func (r *replier) results() ([]*primitive.SendResult, []error) {
 // metric reads one series from a /metrics page (0 when absent).
 func metric(t *testing.T, hostport, series string) float64 {
 	t.Helper()
-	resp, err := http.Get("http://" + hostport + "/metrics")
+	m, err := harness.Metrics(hostport)
 	require.NoError(t, err)
-	defer resp.Body.Close()
-	body, err := io.ReadAll(resp.Body)
-	require.NoError(t, err)
-	for _, line := range strings.Split(string(body), "\n") {
-		if v, ok := strings.CutPrefix(line, series+" "); ok {
-			f, err := strconv.ParseFloat(strings.TrimSpace(v), 64)
-			require.NoError(t, err, line)
-			return f
-		}
-	}
-	return 0
+	return m[series]
 }
 
 // TestRequestReplyRoundTrip: Request and RequestAsync each get their own reply, byte for byte

@@ -4,11 +4,8 @@ import (
 	"context"
 	"crypto/tls"
 	"fmt"
-	"io"
-	"net/http"
 	"os"
 	"regexp"
-	"strconv"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -113,15 +110,10 @@ func consumeAll(t *testing.T, g *e2e.Group, topic string, acked map[string]bool)
 // metric reads one sample of the broker's /metrics at hostport.
 func metric(t *testing.T, hostport, series string) float64 {
 	t.Helper()
-	resp, err := (&http.Client{Timeout: 5 * time.Second}).Get("http://" + hostport + "/metrics")
+	m, err := harness.Metrics(hostport)
 	require.NoError(t, err)
-	defer resp.Body.Close()
-	body, err := io.ReadAll(resp.Body)
-	require.NoError(t, err)
-	m := regexp.MustCompile(`(?m)^` + regexp.QuoteMeta(series) + ` (\S+)$`).FindSubmatch(body)
-	require.NotNil(t, m, "series %s not in /metrics", series)
-	v, err := strconv.ParseFloat(string(m[1]), 64)
-	require.NoError(t, err)
+	v, ok := m[series]
+	require.True(t, ok, "series %s not in /metrics", series)
 	return v
 }
 

@@ -3,12 +3,9 @@ package transtest
 import (
 	"context"
 	"fmt"
-	"io"
-	"net/http"
 	"os"
 	"sort"
 	"strconv"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -281,19 +278,14 @@ func (l *ledger) waitResolved(t *testing.T, g *e2e.Group, addr, topic string) {
 	require.Empty(t, l.early, "readable before their commit")
 }
 
-func metric(t *testing.T, hostport, name string) float64 {
+// metric reads one series from a broker's /metrics; -1 when absent, so that a missing series
+// never passes for a zero count.
+func metric(t *testing.T, hostport, series string) float64 {
 	t.Helper()
-	resp, err := http.Get("http://" + hostport + "/metrics")
+	m, err := harness.Metrics(hostport)
 	require.NoError(t, err)
-	defer resp.Body.Close()
-	b, err := io.ReadAll(resp.Body)
-	require.NoError(t, err)
-	for _, line := range strings.Split(string(b), "\n") {
-		if strings.HasPrefix(line, name+" ") {
-			v, err := strconv.ParseFloat(strings.TrimSpace(strings.TrimPrefix(line, name)), 64)
-			require.NoError(t, err)
-			return v
-		}
+	if v, ok := m[series]; ok {
+		return v
 	}
 	return -1
 }

@@ -5,11 +5,9 @@ import (
 	"fmt"
 	"io"
 	"math"
-	"net/http"
 	"net/netip"
 	"os"
 	"slices"
-	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -19,6 +17,7 @@ import (
 
 	"github.com/rmqha/rmqha/libs/commitlog"
 	"github.com/rmqha/rmqha/tools/e2e"
+	"github.com/rmqha/rmqha/tools/harness"
 	"github.com/stretchr/testify/require"
 )
 
@@ -584,28 +583,11 @@ func catchUp(t *testing.T, g *e2e.Group, sz tableSizes, tcpRate float64, prof st
 // fsyncMetrics returns the count and the seconds of a broker's store fsyncs so far, from its
 // /metrics (0, 0 when it cannot be read).
 func fsyncMetrics(statusAddr string) (count, secs float64) {
-	resp, err := http.Get("http://" + statusAddr + "/metrics")
+	m, err := harness.Metrics(statusAddr)
 	if err != nil {
 		return 0, 0
 	}
-	defer resp.Body.Close()
-	b, err := io.ReadAll(io.LimitReader(resp.Body, 8<<20))
-	if err != nil {
-		return 0, 0
-	}
-	for _, l := range strings.Split(string(b), "\n") {
-		name, v, ok := strings.Cut(l, " ")
-		if !ok {
-			continue
-		}
-		switch name {
-		case "rmqha_broker_store_fsync_seconds_count":
-			count, _ = strconv.ParseFloat(v, 64)
-		case "rmqha_broker_store_fsync_seconds_sum":
-			secs, _ = strconv.ParseFloat(v, 64)
-		}
-	}
-	return count, secs
+	return m["rmqha_broker_store_fsync_seconds_count"], m["rmqha_broker_store_fsync_seconds_sum"]
 }
 
 // sumCPU adds the CPU µs per message of every process.
