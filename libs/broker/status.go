@@ -61,6 +61,9 @@ type StoreCheck struct {
 	Repaired []commitlog.CQRepair `json:"repaired,omitempty"`
 	// Restored is the number of consume-queue entries those rebuilds wrote.
 	Restored int64 `json:"restored"`
+	// Index is the background verification of the finished message-index files since the
+	// start (messageIndexEnable): how many are left, verified, replaced, and the last failure.
+	Index *commitlog.IndexCheck `json:"index,omitempty"`
 }
 
 // Status reports role, identity, store offsets and replication state.
@@ -82,6 +85,10 @@ func (b *Broker) Status() Status {
 		}
 		rep := b.store.Recovery()
 		st.StoreCheck = &StoreCheck{Check: rep.CQCheck, Repaired: rep.CQRepairs, Restored: rep.CQRestored}
+		if b.cfg.MessageIndexEnable {
+			ic := b.store.IndexCheck()
+			st.StoreCheck.Index = &ic
+		}
 	}
 	if b.timers != nil {
 		ts := b.timers.Stats()

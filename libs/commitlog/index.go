@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"sort"
 	"strconv"
+	"strings"
 	"sync"
 
 	"github.com/rmqha/rmqha/libs/commitlog/vfs"
@@ -33,6 +34,10 @@ type indexFile struct {
 	// indexedTo is set for finished (sealed) files.
 	indexedTo int64
 	sealed    bool
+	// verified: the whole file passed verifyIndexFile (a file this store wrote, or one the
+	// background verifier read); an open checks only the header and trailer
+	// (checkIndexFileShape). Guarded by mu.
+	verified  bool
 	slots     []int32 // active file only
 	pending   []byte  // entries not yet written (active file, one dispatch pass)
 	pendFirst int32   // entry number of pending[0:20]
@@ -56,6 +61,8 @@ type indexService struct {
 	err error
 	// werr is the first write error of the running put sequence.
 	werr error
+	// check is what the background verifier did (indexverify.go); guarded by mu.
+	check IndexCheck
 }
 
 // IndexQueryResult is what QueryIndex finds.
@@ -80,9 +87,10 @@ func parseIndexName(n string) (int64, bool) {
 }
 
 // openIndex loads the index files and returns the offset from which records
-// must be indexed again. The first file that fails verification (or the
-// unfinished active file after a crash) is reported, removed and rebuilt with
-// every newer one.
+// must be indexed again. The first file whose header and trailer fail their
+// check (or the unfinished active file after a crash) is reported, removed and
+// rebuilt with every newer one; the whole of every other file is verified in the
+// background once the store is open (indexverify.go).
 func (s *Store) openIndex(rep *RecoveryReport) (*indexService, error) {
 	ix := &indexService{s: s, dir: filepath.Join(s.cfg.Dir, "index")}
 	if err := s.fs.MkdirAll(ix.dir); err != nil {
@@ -96,6 +104,11 @@ func (s *Store) openIndex(rep *RecoveryReport) (*indexService, error) {
 	for _, n := range names {
 		if v, ok := parseIndexName(n); ok {
 			starts = append(starts, v)
+		} else if strings.HasSuffix(n, rebuildSuffix) {
+			// A replacement the background verifier had not finished: built again if needed.
+			if err := s.fs.Remove(filepath.Join(ix.dir, n)); err != nil && !errors.Is(err, fs.ErrNotExist) {
+				return nil, err
+			}
 		}
 	}
 	sort.Slice(starts, func(i, j int) bool { return starts[i] < starts[j] })
@@ -132,7 +145,7 @@ func (s *Store) openIndex(rep *RecoveryReport) (*indexService, error) {
 			f.Close()
 			return nil, err
 		}
-		info, verr := verifyIndexFile(f, size, st)
+		info, verr := checkIndexFileShape(f, size, st)
 		if verr != nil {
 			f.Close()
 			if err := bad(verr); err != nil {
@@ -140,9 +153,10 @@ func (s *Store) openIndex(rep *RecoveryReport) (*indexService, error) {
 			}
 			continue
 		}
+		// A file without entries has nothing a query reads but its header: verified by its shape.
 		ix.files = append(ix.files, &indexFile{start: st, name: name, f: f, hdr: info.header,
 			slotNum: int32(info.trailer.slotNum), maxNum: int32(info.trailer.maxIndexNum),
-			indexedTo: info.trailer.indexedTo, sealed: true})
+			indexedTo: info.trailer.indexedTo, sealed: true, verified: info.header.indexCount <= 1})
 	}
 	switch {
 	case resume >= 0:
@@ -216,8 +230,7 @@ func (ix *indexService) reset(offset int64) error {
 // newest file is rebuilt.
 func (ix *indexService) active(at int64) (*indexFile, error) {
 	start := at
-	if n := len(ix.files); n > 0 {
-		last := ix.files[n-1]
+	if last := ix.last(); last != nil {
 		if !last.sealed {
 			return last, nil
 		}
@@ -249,8 +262,19 @@ func (ix *indexService) active(at int64) (*indexFile, error) {
 	return nf, nil
 }
 
+// last is the newest file, nil when there is none. The dispatcher reads the slice under mu
+// like queries do: the background verifier may put a replacement in a finished file's place.
+func (ix *indexService) last() *indexFile {
+	ix.mu.RLock()
+	defer ix.mu.RUnlock()
+	if n := len(ix.files); n > 0 {
+		return ix.files[n-1]
+	}
+	return nil
+}
+
 func (ix *indexService) removeLast() error {
-	last := ix.files[len(ix.files)-1]
+	last := ix.last()
 	last.f.Close()
 	if err := ix.s.fs.Remove(last.name); err != nil && !errors.Is(err, fs.ErrNotExist) {
 		return err
@@ -318,7 +342,7 @@ func (ix *indexService) finish(f *indexFile, indexedTo int64) error {
 		return err
 	}
 	ix.mu.Lock()
-	f.sealed, f.indexedTo, f.slots = true, indexedTo, nil
+	f.sealed, f.indexedTo, f.slots, f.verified = true, indexedTo, nil, true
 	ix.mu.Unlock()
 	return nil
 }
@@ -419,7 +443,16 @@ func (ix *indexService) fail(err error) error {
 // putLocked is RocketMQ's IndexFile.putKey (ix.mu held); th is the key's topic part of the
 // hash (indexTopicHash). A record with more keys than the file can take keeps its first ones.
 func (ix *indexService) putLocked(f *indexFile, th int32, key []byte, phy int64, storeTs int64) {
-	if ix.werr != nil || f.hdr.indexCount-1 >= f.maxNum {
+	if ix.werr != nil {
+		return
+	}
+	f.put(th, key, phy, storeTs)
+}
+
+// put adds one key's entry to f (the active file with ix.mu held, or a replacement only its
+// builder sees).
+func (f *indexFile) put(th int32, key []byte, phy int64, storeTs int64) {
+	if f.hdr.indexCount-1 >= f.maxNum {
 		return
 	}
 	h := indexKeyHashFrom(th, key)
@@ -456,8 +489,8 @@ func (ix *indexService) putLocked(f *indexFile, th int32, key []byte, phy int64,
 
 // advance records that every record below offset went through indexRecord.
 func (ix *indexService) advance(offset int64) error {
-	if n := len(ix.files); n > 0 && !ix.files[n-1].sealed && ix.err == nil {
-		if err := ix.flushPending(ix.files[n-1]); err != nil {
+	if last := ix.last(); last != nil && !last.sealed && ix.err == nil {
+		if err := ix.flushPending(last); err != nil {
 			return ix.fail(err)
 		}
 	}

@@ -162,6 +162,26 @@ func TestIndexCrashRebuild(t *testing.T) {
 	}
 }
 
+// waitIndexVerified polls until the background verifier has looked at every finished file.
+func waitIndexVerified(t *testing.T, s *Store) IndexCheck {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		c := s.IndexCheck()
+		if c.Pending == 0 {
+			return c
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("index files still unverified: %+v", c)
+		}
+		time.Sleep(time.Millisecond)
+	}
+}
+
+// A damaged slot in a finished file in the middle of the index: the open does not read it
+// (it checks headers and trailers only), the background verifier finds it with the exact
+// reason and replaces that file alone from the CommitLog; queries find every key before and
+// after, and the replacement passes a full verification.
 func TestIndexDamagedFileDetectedAndRebuilt(t *testing.T) {
 	mem := vfs.NewMem()
 	s := openStore(t, indexConfig(mem))
@@ -176,7 +196,92 @@ func TestIndexDamagedFileDetectedAndRebuilt(t *testing.T) {
 	require.NoError(t, err)
 	b[indexHeaderSize+3] ^= 0x40 // a slot
 	require.NoError(t, mem.WriteFile(victim, b))
+	start, _ := parseIndexName(names[1])
+	_, reason := verifyIndexFile(bytes.NewReader(b), int64(len(b)), start)
+	require.ErrorIs(t, reason, ErrIndexCorrupt)
+	others := map[string][]byte{}
+	for _, n := range names {
+		if n != names[1] {
+			others[n], err = mem.ReadFile(filepath.Join(dir, n))
+			require.NoError(t, err)
+		}
+	}
 
+	s = openStore(t, indexConfig(mem))
+	defer s.Close()
+	rep := s.Recovery()
+	require.Empty(t, rep.IndexCheck, "the open reads headers and trailers only")
+	require.Equal(t, int64(-1), rep.IndexFrom, "the open rebuilds nothing")
+	c := waitIndexVerified(t, s)
+	require.Equal(t, 1, c.Rebuilt)
+	require.Zero(t, c.Failed)
+	s.idx.mu.RLock()
+	end := s.idx.files[1].indexedTo
+	s.idx.mu.RUnlock()
+	require.Equal(t, victim+": "+reason.Error()+fmt.Sprintf("; rebuilt from CommitLog offsets [%d, %d)", start, end), c.Last)
+	checkAllFound(t, s, want)
+	require.Len(t, queryBodies(t, s, "T", "all", 100), len(want))
+
+	// On disk: the replacement verifies whole, the other files are untouched, nothing is left
+	// of the build.
+	after, err := mem.List(dir)
+	require.NoError(t, err)
+	require.Equal(t, names, after)
+	b, err = mem.ReadFile(victim)
+	require.NoError(t, err)
+	_, err = verifyIndexFile(bytes.NewReader(b), int64(len(b)), start)
+	require.NoError(t, err)
+	for n, want := range others {
+		got, err := mem.ReadFile(filepath.Join(dir, n))
+		require.NoError(t, err)
+		require.Equal(t, want, got, n)
+	}
+	// It keeps indexing, and the next start finds nothing to rebuild.
+	for k, v := range writeKeyed(t, s, 30, 12) {
+		want[k] = v
+	}
+	checkAllFound(t, s, want)
+	require.NoError(t, s.Close())
+	s2 := openStore(t, indexConfig(mem))
+	defer s2.Close()
+	c = waitIndexVerified(t, s2)
+	require.Zero(t, c.Rebuilt)
+	require.Positive(t, c.Verified)
+	checkAllFound(t, s2, want)
+}
+
+// A replacement an earlier run had not finished is removed at the next open.
+func TestIndexUnfinishedRebuildRemoved(t *testing.T) {
+	mem := vfs.NewMem()
+	s := openStore(t, indexConfig(mem))
+	want := writeKeyed(t, s, 0, 12)
+	require.NoError(t, s.Close())
+	names, err := mem.List("/store/index")
+	require.NoError(t, err)
+	stale := filepath.Join("/store/index", names[0]+rebuildSuffix)
+	require.NoError(t, mem.WriteFile(stale, []byte("half a file")))
+	s = openStore(t, indexConfig(mem))
+	defer s.Close()
+	after, err := mem.List("/store/index")
+	require.NoError(t, err)
+	require.Equal(t, names, after)
+	require.Zero(t, waitIndexVerified(t, s).Rebuilt)
+	checkAllFound(t, s, want)
+}
+
+// Damage the open's shape check sees (a trailer that no longer matches the file's size) is
+// still handled at the open: that file and every newer one are rebuilt before the store serves.
+func TestIndexBadTrailerRebuiltAtOpen(t *testing.T) {
+	mem := vfs.NewMem()
+	s := openStore(t, indexConfig(mem))
+	want := writeKeyed(t, s, 0, 30)
+	require.NoError(t, s.Close())
+	names, err := mem.List("/store/index")
+	require.NoError(t, err)
+	victim := filepath.Join("/store/index", names[1])
+	b, err := mem.ReadFile(victim)
+	require.NoError(t, err)
+	require.NoError(t, mem.WriteFile(victim, b[:len(b)-1]))
 	s = openStore(t, indexConfig(mem))
 	defer s.Close()
 	rep := s.Recovery()
@@ -214,6 +319,8 @@ func TestIndexCleanRestartKeepsLargeFiles(t *testing.T) {
 	defer s.Close()
 	require.Empty(t, s.Recovery().IndexCheck)
 	require.Equal(t, int64(-1), s.Recovery().IndexFrom, "a clean start rebuilds nothing")
+	c := waitIndexVerified(t, s)
+	require.Equal(t, IndexCheck{Verified: 1}, c, "the background verifier passes it too")
 	checkAllFound(t, s, want)
 }
 
@@ -398,4 +505,74 @@ func TestMessageStoreTime(t *testing.T) {
 	require.ErrorIs(t, err, ErrNotFound)
 	_, err = s.MessageStoreTime("T", 1, 0)
 	require.ErrorIs(t, err, ErrNotFound)
+}
+
+// damagedIndexStore writes keyed messages over several index files, damages a slot of the
+// second file and returns the FS, what was written and the damaged file's name.
+func damagedIndexStore(t *testing.T, n int) (*vfs.MemFS, map[int]AppendResult, string) {
+	t.Helper()
+	mem := vfs.NewMem()
+	s := openStore(t, indexConfig(mem))
+	want := writeKeyed(t, s, 0, n)
+	require.NoError(t, s.Close())
+	names, err := mem.List("/store/index")
+	require.NoError(t, err)
+	require.Greater(t, len(names), 2)
+	victim := filepath.Join("/store/index", names[1])
+	b, err := mem.ReadFile(victim)
+	require.NoError(t, err)
+	b[indexHeaderSize+3] ^= 0x40
+	require.NoError(t, mem.WriteFile(victim, b))
+	return mem, want, victim
+}
+
+// The replacement is built and swapped in while keyed sends are indexed and queries run.
+func TestIndexRebuildWhileServing(t *testing.T) {
+	mem, want, _ := damagedIndexStore(t, 40)
+	s := openStore(t, indexConfig(mem))
+	defer s.Close()
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for i := 0; i < 200; i++ {
+			res, err := s.QueryIndex("T", fmt.Sprintf("k%d", i%40), 4, 0, 1<<62, 1<<20)
+			if err != nil {
+				t.Error(err)
+				return
+			}
+			for _, r := range res.Records {
+				m, err := parseMeta(r)
+				if err != nil || !hasIndexKey(m.props, fmt.Sprintf("k%d", i%40)) {
+					t.Errorf("query k%d answered with another record", i%40)
+					return
+				}
+			}
+		}
+	}()
+	for k, v := range writeKeyed(t, s, 40, 20) {
+		want[k] = v
+	}
+	<-done
+	c := waitIndexVerified(t, s)
+	require.Equal(t, 1, c.Rebuilt)
+	checkAllFound(t, s, want)
+}
+
+// Closing while the verifier may still run stops it; the next open verifies again.
+func TestIndexVerifyStopsAtClose(t *testing.T) {
+	mem, want, victim := damagedIndexStore(t, 40)
+	s := openStore(t, indexConfig(mem))
+	require.NoError(t, s.Close())
+	s = openStore(t, indexConfig(mem))
+	defer s.Close()
+	c := waitIndexVerified(t, s)
+	if c.Rebuilt == 0 {
+		// The first run replaced it before its close: the file is whole now.
+		b, err := mem.ReadFile(victim)
+		require.NoError(t, err)
+		start, _ := parseIndexName(filepath.Base(victim))
+		_, err = verifyIndexFile(bytes.NewReader(b), int64(len(b)), start)
+		require.NoError(t, err)
+	}
+	checkAllFound(t, s, want)
 }

@@ -195,54 +195,28 @@ const (
 	maxIndexEntries = 1 << 28
 )
 
+// checkIndexFileShape is the part of verifyIndexFile that reads only the header and the
+// trailer: their fields agree with each other, with the file's size and with its name. A
+// store opens its finished files with it and verifies them whole in the background
+// (indexverify.go), so that an open does not read every index file.
+func checkIndexFileShape(r io.ReaderAt, size int64, start int64) (indexFileInfo, error) {
+	info, _, _, err := readIndexShape(r, size, start)
+	return info, err
+}
+
 // verifyIndexFile checks a finished index file of size bytes named start: the
 // trailer's position follows from the header's indexCount and the trailer's
 // slot count, the checksum covers everything before it, every slot and
 // prevIndex points at an older entry, and every entry's offset lies in
 // [start, indexedTo). It reads the file in chunks (bounded memory).
 func verifyIndexFile(r io.ReaderAt, size int64, start int64) (indexFileInfo, error) {
-	var info indexFileInfo
-	if size < indexHeaderSize+indexTrailerSize {
-		return info, fmt.Errorf("%w: %d bytes, shorter than header and trailer", ErrIndexCorrupt, size)
-	}
-	var hb [indexHeaderSize]byte
-	if _, err := r.ReadAt(hb[:], 0); err != nil {
-		return info, fmt.Errorf("%w: read header: %v", ErrIndexCorrupt, err)
-	}
-	h, err := decodeIndexHeader(hb[:])
+	info, hb, tb, err := readIndexShape(r, size, start)
 	if err != nil {
 		return info, err
 	}
-	var tb [indexTrailerSize]byte
-	if _, err := r.ReadAt(tb[:], size-indexTrailerSize); err != nil {
-		return info, fmt.Errorf("%w: read trailer: %v", ErrIndexCorrupt, err)
-	}
-	t, err := decodeIndexTrailer(tb[:])
-	if err != nil {
-		return info, err
-	}
-	info = indexFileInfo{header: h, trailer: t}
-	switch {
-	case t.slotNum == 0 || t.slotNum > maxIndexSlots:
-		return info, fmt.Errorf("%w: slot count %d", ErrIndexCorrupt, t.slotNum)
-	case t.maxIndexNum == 0 || t.maxIndexNum > maxIndexEntries:
-		return info, fmt.Errorf("%w: max index count %d", ErrIndexCorrupt, t.maxIndexNum)
-	case h.indexCount < 1 || int64(h.indexCount) > int64(t.maxIndexNum)+1:
-		return info, fmt.Errorf("%w: index count %d outside [1, %d]", ErrIndexCorrupt, h.indexCount, t.maxIndexNum+1)
-	case h.hashSlotCount < 0 || int64(h.hashSlotCount) > int64(t.slotNum) || h.hashSlotCount > h.indexCount:
-		return info, fmt.Errorf("%w: hash slot count %d", ErrIndexCorrupt, h.hashSlotCount)
-	case t.indexedTo < start:
-		return info, fmt.Errorf("%w: indexed to %d, before the file's start %d", ErrIndexCorrupt, t.indexedTo, start)
-	}
-	want := indexHeaderSize + int64(t.slotNum)*indexSlotSize + int64(h.indexCount-1)*indexEntrySize + indexTrailerSize
-	if size != want {
-		return info, fmt.Errorf("%w: %d bytes, header and trailer say %d", ErrIndexCorrupt, size, want)
-	}
-	if h.indexCount > 1 && (h.beginPhyOffset < start || h.endPhyOffset >= t.indexedTo || h.beginPhyOffset > h.endPhyOffset || h.beginTimestamp > h.endTimestamp) {
-		return info, fmt.Errorf("%w: header ranges [%d, %d] at [%d, %d] outside [%d, %d)", ErrIndexCorrupt,
-			h.beginPhyOffset, h.endPhyOffset, h.beginTimestamp, h.endTimestamp, start, t.indexedTo)
-	}
+	h, t := info.header, info.trailer
 	crc := crc32.ChecksumIEEE(hb[:])
+
 	// The chunk is a multiple of both the slot and the entry size (20 bytes: 64 KiB is not),
 	// so that no entry straddles two chunks.
 	buf := make([]byte, indexVerifyChunk)
@@ -344,4 +318,48 @@ func javaHashCont(h int32, b []byte) int32 {
 		}
 	}
 	return h + javaHashBytes(b)
+}
+
+// readIndexShape reads a finished file's header and trailer and checks them
+// (checkIndexFileShape); verifyIndexFile goes on from the bytes it returns.
+func readIndexShape(r io.ReaderAt, size int64, start int64) (info indexFileInfo, hb [indexHeaderSize]byte, tb [indexTrailerSize]byte, err error) {
+	if size < indexHeaderSize+indexTrailerSize {
+		return info, hb, tb, fmt.Errorf("%w: %d bytes, shorter than header and trailer", ErrIndexCorrupt, size)
+	}
+	if _, err := r.ReadAt(hb[:], 0); err != nil {
+		return info, hb, tb, fmt.Errorf("%w: read header: %v", ErrIndexCorrupt, err)
+	}
+	h, err := decodeIndexHeader(hb[:])
+	if err != nil {
+		return info, hb, tb, err
+	}
+	if _, err := r.ReadAt(tb[:], size-indexTrailerSize); err != nil {
+		return info, hb, tb, fmt.Errorf("%w: read trailer: %v", ErrIndexCorrupt, err)
+	}
+	t, err := decodeIndexTrailer(tb[:])
+	if err != nil {
+		return info, hb, tb, err
+	}
+	info = indexFileInfo{header: h, trailer: t}
+	switch {
+	case t.slotNum == 0 || t.slotNum > maxIndexSlots:
+		return info, hb, tb, fmt.Errorf("%w: slot count %d", ErrIndexCorrupt, t.slotNum)
+	case t.maxIndexNum == 0 || t.maxIndexNum > maxIndexEntries:
+		return info, hb, tb, fmt.Errorf("%w: max index count %d", ErrIndexCorrupt, t.maxIndexNum)
+	case h.indexCount < 1 || int64(h.indexCount) > int64(t.maxIndexNum)+1:
+		return info, hb, tb, fmt.Errorf("%w: index count %d outside [1, %d]", ErrIndexCorrupt, h.indexCount, t.maxIndexNum+1)
+	case h.hashSlotCount < 0 || int64(h.hashSlotCount) > int64(t.slotNum) || h.hashSlotCount > h.indexCount:
+		return info, hb, tb, fmt.Errorf("%w: hash slot count %d", ErrIndexCorrupt, h.hashSlotCount)
+	case t.indexedTo < start:
+		return info, hb, tb, fmt.Errorf("%w: indexed to %d, before the file's start %d", ErrIndexCorrupt, t.indexedTo, start)
+	}
+	want := indexHeaderSize + int64(t.slotNum)*indexSlotSize + int64(h.indexCount-1)*indexEntrySize + indexTrailerSize
+	if size != want {
+		return info, hb, tb, fmt.Errorf("%w: %d bytes, header and trailer say %d", ErrIndexCorrupt, size, want)
+	}
+	if h.indexCount > 1 && (h.beginPhyOffset < start || h.endPhyOffset >= t.indexedTo || h.beginPhyOffset > h.endPhyOffset || h.beginTimestamp > h.endTimestamp) {
+		return info, hb, tb, fmt.Errorf("%w: header ranges [%d, %d] at [%d, %d] outside [%d, %d)", ErrIndexCorrupt,
+			h.beginPhyOffset, h.endPhyOffset, h.beginTimestamp, h.endTimestamp, start, t.indexedTo)
+	}
+	return info, hb, tb, nil
 }

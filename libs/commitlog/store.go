@@ -302,6 +302,10 @@ func Open(cfg Config) (*Store, error) {
 	go s.sweepLoop()
 	go s.dispatchLoop()
 	go s.retentionLoop()
+	if s.idx != nil {
+		s.wg.Add(1)
+		go s.indexVerifyLoop()
+	}
 	return s, nil
 }
 

@@ -342,6 +342,15 @@ type BrokerStatus struct {
 		LocalMaxOffset int64
 		LastError      string
 	} `json:"haSlave"`
+	StoreCheck *struct {
+		Index *struct {
+			Pending  int    `json:"pending"`
+			Verified int    `json:"verified"`
+			Rebuilt  int    `json:"rebuilt"`
+			Failed   int    `json:"failed"`
+			Last     string `json:"last"`
+		} `json:"index"`
+	} `json:"storeCheck"`
 }
 
 // MasterStatus reads the master's /status.

@@ -188,8 +188,8 @@ func TestQueryByKeyMasterAndSlave(t *testing.T) {
 	require.True(t, g.Master.LogContains("index file rebuilt from the CommitLog"), "master log")
 	require.True(t, g.Slave.LogContains("index file rebuilt from the CommitLog"), "slave log")
 
-	// A clean stop finishes the index files; a damaged one is detected at start, named in the
-	// log with the reason, and rebuilt.
+	// A clean stop finishes the index files; a damaged one is found by the verification that
+	// follows the start, named in the log with the reason, and rebuilt.
 	require.NoError(t, g.Master.Stop(30*time.Second))
 	dir := filepath.Join(cfg.Dir, "master", "store", "index")
 	names, err := os.ReadDir(dir)
@@ -202,7 +202,21 @@ func TestQueryByKeyMasterAndSlave(t *testing.T) {
 	require.NoError(t, os.WriteFile(victim, b, 0o644))
 	require.NoError(t, g.Master.Restart())
 	g.WaitMasterReady(t)
+	harness.Eventually(t, 30*time.Second, func() error {
+		st, err := g.MasterStatus()
+		if err != nil {
+			return err
+		}
+		if st.StoreCheck == nil || st.StoreCheck.Index == nil || st.StoreCheck.Index.Pending > 0 {
+			return fmt.Errorf("index files not verified yet: %+v", st.StoreCheck)
+		}
+		if ix := st.StoreCheck.Index; ix.Rebuilt != 1 || ix.Failed != 0 || !strings.Contains(ix.Last, victim) {
+			return fmt.Errorf("index check %+v: want the damaged file %s rebuilt", *ix, victim)
+		}
+		return nil
+	})
 	require.True(t, g.Master.LogContains("invalid index file: checksum"), "the damage is reported")
+	require.True(t, g.Master.LogContains("index file failed verification"), "the damage is reported")
 	checkFound(t, g, topic, g.MasterAddr, sent)
 	require.True(t, g.Master.Running(), "master alive")
 	require.True(t, g.Slave.Running(), "slave alive")
