@@ -134,6 +134,10 @@
 // the log is re-read only when a queue needs it, or once in full when the
 // manifest is missing (RecoveryReport.CQCheck says so).
 //
+// Finished index files cost a start two small reads each (header and trailer); they are
+// verified whole in the background once the store is open, and a damaged one is rebuilt
+// from the CommitLog and swapped in (indexverify.go, Store.IndexCheck).
+//
 // # Durability contract
 //
 //	ASYNC_FLUSH  Append returns once the record is written to the file (page
