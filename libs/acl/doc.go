@@ -62,7 +62,8 @@
 // A Guard re-reads its file every ReloadInterval (1 s) and applies a new version once two reads
 // in a row see the same bytes. A version that does not load (unreadable, deleted, empty,
 // invalid) is logged once and counted (acl_reloads_total{result="error"},
-// acl_last_reload_ok 0); the last good table keeps serving. Write the file by renaming a
+// acl_last_reload_ok 0); the last good table keeps serving, and acl_last_reload_ok is 1 again
+// once the file loads or is written back to the table in use. Write the file by renaming a
 // complete copy into place.
 //
 // # Cost

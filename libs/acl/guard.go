@@ -239,6 +239,10 @@ func (g *Guard) poll(now time.Time, force bool) error {
 	switch act {
 	case actNone, actWait:
 		return nil
+	case actRestored:
+		g.lastOK.Store(true)
+		g.log.Info("ACL file holds the table in use again")
+		return nil
 	case actUnreadable:
 		g.reloadErr.Add(1)
 		g.lastOK.Store(false)
@@ -247,14 +251,14 @@ func (g *Guard) poll(now time.Time, force bool) error {
 	}
 	t, err := Parse(data)
 	if err != nil {
-		g.watch.failed = sum
+		g.watch.failed, g.watch.bad = sum, true
 		g.reloadErr.Add(1)
 		g.lastOK.Store(false)
 		g.log.WithError(err).Error("ACL file changed but does not load: still serving the last good table")
 		return err
 	}
 	g.install(t, now)
-	g.watch.current = sum
+	g.watch.current, g.watch.bad = sum, false
 	g.reloadsOK.Add(1)
 	g.log.WithFields(logrus.Fields{"accounts": len(t.order), "globalWhiteRemoteAddresses": len(t.GlobalWhite)}).Info("ACL file reloaded")
 	return nil
@@ -267,6 +271,9 @@ type reloadState struct {
 	pending [32]byte // a new digest seen once, waiting for a second equal read
 	failed  [32]byte // digest of the last version that did not parse (reported once)
 	readErr string   // last read error reported (reported once)
+	// bad: the newest version seen did not load or could not be read, so the table in use is
+	// not the file's; a return to the version in use ends it (actRestored).
+	bad bool
 }
 
 type reloadAction uint8
@@ -276,6 +283,7 @@ const (
 	actWait                           // new bytes seen once: wait for them to settle
 	actParse                          // new, settled bytes: parse and apply
 	actUnreadable                     // the file cannot be read (first time for this error)
+	actRestored                       // after a refused or unreadable version, the file holds the table in use again
 )
 
 func (s *reloadState) observe(sum [32]byte, readErr error, force bool) reloadAction {
@@ -285,12 +293,17 @@ func (s *reloadState) observe(sum [32]byte, readErr error, force bool) reloadAct
 			return actNone
 		}
 		s.readErr = msg
+		s.bad = true
 		return actUnreadable
 	}
 	s.readErr = ""
 	switch {
 	case sum == s.current:
 		s.pending = [32]byte{}
+		if s.bad {
+			s.bad, s.failed = false, [32]byte{}
+			return actRestored
+		}
 		return actNone
 	case sum == s.failed && !force:
 		return actNone

@@ -100,14 +100,36 @@ func TestReloadState(t *testing.T) {
 	require.Equal(t, actWait, s.observe(b, nil, false), "new bytes wait for a second read")
 	require.Equal(t, actWait, s.observe(c, nil, false), "still changing")
 	require.Equal(t, actParse, s.observe(c, nil, false), "settled")
-	s.failed = c // it did not parse
+	s.failed, s.bad = c, true // it did not parse (as poll records it)
 	require.Equal(t, actNone, s.observe(c, nil, false), "a refused version is reported once")
 	require.Equal(t, actParse, s.observe(c, nil, true), "unless forced")
+	require.Equal(t, actRestored, s.observe(a, nil, false), "back to the version in use after a refused one")
+	require.Equal(t, actNone, s.observe(a, nil, false), "reported once")
+	require.Equal(t, actWait, s.observe(c, nil, false), "the refused version again is new once more")
 	readErr := errors.New("gone")
 	require.Equal(t, actUnreadable, s.observe([32]byte{}, readErr, false))
 	require.Equal(t, actNone, s.observe([32]byte{}, readErr, false), "an unreadable file is reported once")
-	require.Equal(t, actNone, s.observe(a, nil, false), "back to the version in use")
+	require.Equal(t, actRestored, s.observe(a, nil, false), "back to the version in use after an unreadable file")
+	require.Equal(t, actNone, s.observe(a, nil, false))
 	require.Equal(t, actParse, s.observe(b, nil, true))
+}
+
+// A refused version, then the file written back to the version in use: the guard reports the
+// newest version in use again (acl_last_reload_ok 1) without counting a reload.
+func TestGuardRestoredAfterRefusedVersion(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "plain_acl.yml")
+	writeFile(t, path, ymlV2)
+	g, err := NewGuard(Config{Path: path, ReloadInterval: time.Hour, Logger: DefaultConfig().Logger})
+	require.NoError(t, err)
+	require.True(t, g.Stats().LastReloadOK)
+	writeFile(t, path, "accounts: [")
+	require.Error(t, g.Reload())
+	require.False(t, g.Stats().LastReloadOK)
+	writeFile(t, path, ymlV2)
+	require.NoError(t, g.Reload())
+	require.True(t, g.Stats().LastReloadOK, "the file holds the table in use again")
+	require.EqualValues(t, 0, g.Stats().Reloads, "nothing was reloaded")
+	require.True(t, g.Decide("127.0.0.1:1", sendReq("producer1", "secret-v2", "T")).Allowed())
 }
 
 func TestGuardConfig(t *testing.T) {
