@@ -109,7 +109,7 @@ func TestBrokerACL(t *testing.T) {
 	metrics := httpGet(t, "http://"+b.HTTPAddr()+"/metrics", 200)
 	require.Contains(t, metrics, `rmqha_broker_acl_requests_total{reason="no_access_key",result="denied"} 1`)
 	require.Contains(t, metrics, `rmqha_broker_acl_reloads_total{result="ok"} 1`)
-	require.Contains(t, metrics, "rmqha_broker_acl_last_reload_ok 1")
+	require.Regexp(t, `(?m)^rmqha_broker_acl_last_reload_ok 1$`, metrics, "the sample line, not the HELP text that starts the same")
 }
 
 func TestBrokerACLConfig(t *testing.T) {

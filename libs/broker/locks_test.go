@@ -136,7 +136,7 @@ func TestQueueLocksFlood(t *testing.T) {
 	require.Equal(t, remoting.Success, resp.Code, resp.Remark)
 	require.Contains(t, string(resp.Body), `"queueId":7`, "renewals are served at the bound")
 	metrics := httpGet(t, "http://"+b.HTTPAddr()+"/metrics", 200)
-	require.Contains(t, metrics, "rmqha_broker_queue_locks "+strconv.Itoa(b.locks.size()))
+	require.Regexp(t, `(?m)^rmqha_broker_queue_locks `+strconv.Itoa(b.locks.size())+`$`, metrics)
 	require.Contains(t, metrics, `rmqha_broker_queue_lock_refused_total{reason="group_limit"} 1`)
 	require.Contains(t, metrics, `rmqha_broker_queue_lock_refused_total{reason="table_limit"} `+strconv.Itoa(busy))
 }
