@@ -365,17 +365,13 @@ func (ix *indexService) flushPending(f *indexFile) error {
 // indexRecord adds the record's keys (UNIQ_KEY, then each of KEYS); phy is its
 // CommitLog offset. A record's keys never straddle two files.
 func (ix *indexService) indexRecord(m *recordMeta, phy int64) error {
-	if ix.err != nil || m.sysFlag&SysFlagTxMask == SysFlagTxRollback {
+	if ix.err != nil {
 		return ix.err
 	}
 	if ix.indexedTo > phy {
 		return nil // already indexed (catch-up overlap)
 	}
-	uniq, keys := m.uniq, m.keys
-	if !m.propsRead {
-		uniq, _ = lookupPropertyBytes(m.props, PropertyUniqKey)
-		keys, _ = lookupPropertyBytes(m.props, PropertyKeys)
-	}
+	uniq, keys := recordKeys(m)
 	need := 0
 	if len(uniq) > 0 {
 		need++
@@ -403,12 +399,10 @@ func (ix *indexService) indexRecord(m *recordMeta, phy int64) error {
 	}
 	// One hash of the topic and one lock for all of the record's keys: recovery indexes
 	// every record of a crashed segment again.
-	th := indexTopicHash(m.topic)
 	ix.mu.Lock()
-	if len(uniq) > 0 {
-		ix.putLocked(f, th, uniq, phy, m.storeTimestamp)
+	if ix.werr == nil {
+		f.putRecord(m, uniq, keys, phy)
 	}
-	forEachKey(keys, func(k []byte) { ix.putLocked(f, th, k, phy, m.storeTimestamp) })
 	ix.mu.Unlock()
 	if ix.werr == nil && len(f.pending) >= 64<<10 {
 		ix.werr = ix.flushPending(f)
@@ -440,17 +434,33 @@ func (ix *indexService) fail(err error) error {
 	return ix.err
 }
 
-// putLocked is RocketMQ's IndexFile.putKey (ix.mu held); th is the key's topic part of the
-// hash (indexTopicHash). A record with more keys than the file can take keeps its first ones.
-func (ix *indexService) putLocked(f *indexFile, th int32, key []byte, phy int64, storeTs int64) {
-	if ix.werr != nil {
-		return
+// recordKeys returns the keys the index takes from a record: its UNIQ_KEY and its KEYS
+// (space separated), none for a rolled-back half message.
+func recordKeys(m *recordMeta) (uniq, keys []byte) {
+	if m.sysFlag&SysFlagTxMask == SysFlagTxRollback {
+		return nil, nil
 	}
-	f.put(th, key, phy, storeTs)
+	if m.propsRead {
+		return m.uniq, m.keys
+	}
+	uniq, _ = lookupPropertyBytes(m.props, PropertyUniqKey)
+	keys, _ = lookupPropertyBytes(m.props, PropertyKeys)
+	return uniq, keys
 }
 
-// put adds one key's entry to f (the active file with ix.mu held, or a replacement only its
-// builder sees).
+// putRecord adds the entries of a record's keys (recordKeys) at CommitLog offset phy to f:
+// the active file with ix.mu held, or a replacement only its builder sees. One hash of the
+// topic serves all of them: recovery indexes every record of a crashed segment again.
+func (f *indexFile) putRecord(m *recordMeta, uniq, keys []byte, phy int64) {
+	th := indexTopicHash(m.topic)
+	if len(uniq) > 0 {
+		f.put(th, uniq, phy, m.storeTimestamp)
+	}
+	forEachKey(keys, func(k []byte) { f.put(th, k, phy, m.storeTimestamp) })
+}
+
+// put is RocketMQ's IndexFile.putKey; th is the key's topic part of the hash
+// (indexTopicHash). A record with more keys than the file can take keeps its first ones.
 func (f *indexFile) put(th int32, key []byte, phy int64, storeTs int64) {
 	if f.hdr.indexCount-1 >= f.maxNum {
 		return

@@ -576,3 +576,35 @@ func TestIndexVerifyStopsAtClose(t *testing.T) {
 	}
 	checkAllFound(t, s, want)
 }
+
+// A rolled-back half message's keys are not indexed, at append and in a replacement built by
+// the background verifier; a committed one's are.
+func TestIndexSkipsRolledBack(t *testing.T) {
+	mem := vfs.NewMem()
+	s := openStore(t, indexConfig(mem))
+	rolled := msg("T", 0, "rolled-back", "")
+	rolled.Properties = "KEYS\x01tx-key\x02UNIQ_KEY\x01U-rolled\x02"
+	rolled.SysFlag = SysFlagTxRollback
+	mustAppend(t, s, rolled)
+	kept := msg("T", 0, "committed", "")
+	kept.Properties = "KEYS\x01tx-key\x02UNIQ_KEY\x01U-kept\x02"
+	mustAppend(t, s, kept)
+	waitDispatched(t, s)
+	require.Equal(t, []string{"committed"}, queryBodies(t, s, "T", "tx-key", 8))
+	require.Empty(t, queryBodies(t, s, "T", "U-rolled", 8))
+
+	// The same through a replacement: damage the file, reopen, wait for the rebuild.
+	require.NoError(t, s.Close())
+	names, err := mem.List("/store/index")
+	require.NoError(t, err)
+	victim := filepath.Join("/store/index", names[0])
+	b, err := mem.ReadFile(victim)
+	require.NoError(t, err)
+	b[indexHeaderSize] ^= 0x01 // a slot's high byte: out of range
+	require.NoError(t, mem.WriteFile(victim, b))
+	s = openStore(t, indexConfig(mem))
+	defer s.Close()
+	require.Equal(t, 1, waitIndexVerified(t, s).Rebuilt)
+	require.Equal(t, []string{"committed"}, queryBodies(t, s, "T", "tx-key", 8))
+	require.Empty(t, queryBodies(t, s, "T", "U-rolled", 8))
+}

@@ -178,22 +178,8 @@ func (s *Store) rebuildIndexFile(old *indexFile) (err error) {
 				return errVerifyStopped
 			default:
 			}
-			if m.sysFlag&SysFlagTxMask == SysFlagTxRollback {
-				return nil
-			}
-			uniq, keys := m.uniq, m.keys
-			if !m.propsRead {
-				uniq, _ = lookupPropertyBytes(m.props, PropertyUniqKey)
-				keys, _ = lookupPropertyBytes(m.props, PropertyKeys)
-			}
-			if len(uniq) == 0 && len(keys) == 0 {
-				return nil
-			}
-			th := indexTopicHash(m.topic)
-			if len(uniq) > 0 {
-				nf.put(th, uniq, phy, m.storeTimestamp)
-			}
-			forEachKey(keys, func(k []byte) { nf.put(th, k, phy, m.storeTimestamp) })
+			uniq, keys := recordKeys(m)
+			nf.putRecord(m, uniq, keys, phy)
 			if len(nf.pending) >= 64<<10 {
 				return ix.flushPending(nf)
 			}
