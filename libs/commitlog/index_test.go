@@ -183,19 +183,10 @@ func waitIndexVerified(t *testing.T, s *Store) IndexCheck {
 // reason and replaces that file alone from the CommitLog; queries find every key before and
 // after, and the replacement passes a full verification.
 func TestIndexDamagedFileDetectedAndRebuilt(t *testing.T) {
-	mem := vfs.NewMem()
-	s := openStore(t, indexConfig(mem))
-	want := writeKeyed(t, s, 0, 30)
-	require.NoError(t, s.Close())
+	mem, want, names, victim := damagedIndexStore(t, 30, 1, flipSlot)
 	dir := "/store/index"
-	names, err := mem.List(dir)
-	require.NoError(t, err)
-	require.Greater(t, len(names), 3)
-	victim := filepath.Join(dir, names[1])
 	b, err := mem.ReadFile(victim)
 	require.NoError(t, err)
-	b[indexHeaderSize+3] ^= 0x40 // a slot
-	require.NoError(t, mem.WriteFile(victim, b))
 	start, _ := parseIndexName(names[1])
 	_, reason := verifyIndexFile(bytes.NewReader(b), int64(len(b)), start)
 	require.ErrorIs(t, reason, ErrIndexCorrupt)
@@ -207,7 +198,7 @@ func TestIndexDamagedFileDetectedAndRebuilt(t *testing.T) {
 		}
 	}
 
-	s = openStore(t, indexConfig(mem))
+	s := openStore(t, indexConfig(mem))
 	defer s.Close()
 	rep := s.Recovery()
 	require.Empty(t, rep.IndexCheck, "the open reads headers and trailers only")
@@ -272,17 +263,8 @@ func TestIndexUnfinishedRebuildRemoved(t *testing.T) {
 // Damage the open's shape check sees (a trailer that no longer matches the file's size) is
 // still handled at the open: that file and every newer one are rebuilt before the store serves.
 func TestIndexBadTrailerRebuiltAtOpen(t *testing.T) {
-	mem := vfs.NewMem()
+	mem, want, names, victim := damagedIndexStore(t, 30, 1, func(b []byte) []byte { return b[:len(b)-1] })
 	s := openStore(t, indexConfig(mem))
-	want := writeKeyed(t, s, 0, 30)
-	require.NoError(t, s.Close())
-	names, err := mem.List("/store/index")
-	require.NoError(t, err)
-	victim := filepath.Join("/store/index", names[1])
-	b, err := mem.ReadFile(victim)
-	require.NoError(t, err)
-	require.NoError(t, mem.WriteFile(victim, b[:len(b)-1]))
-	s = openStore(t, indexConfig(mem))
 	defer s.Close()
 	rep := s.Recovery()
 	require.Contains(t, rep.IndexCheck, victim)
@@ -507,9 +489,10 @@ func TestMessageStoreTime(t *testing.T) {
 	require.ErrorIs(t, err, ErrNotFound)
 }
 
-// damagedIndexStore writes keyed messages over several index files, damages a slot of the
-// second file and returns the FS, what was written and the damaged file's name.
-func damagedIndexStore(t *testing.T, n int) (*vfs.MemFS, map[int]AppendResult, string) {
+// damagedIndexStore writes n keyed messages (writeKeyed) over several index files of a new
+// store, closes it and rewrites the index file at position victim (in name order) as damage
+// returns it. It returns the FS, what was written, the index files' names and the victim's path.
+func damagedIndexStore(t *testing.T, n, victim int, damage func([]byte) []byte) (*vfs.MemFS, map[int]AppendResult, []string, string) {
 	t.Helper()
 	mem := vfs.NewMem()
 	s := openStore(t, indexConfig(mem))
@@ -517,18 +500,20 @@ func damagedIndexStore(t *testing.T, n int) (*vfs.MemFS, map[int]AppendResult, s
 	require.NoError(t, s.Close())
 	names, err := mem.List("/store/index")
 	require.NoError(t, err)
-	require.Greater(t, len(names), 2)
-	victim := filepath.Join("/store/index", names[1])
-	b, err := mem.ReadFile(victim)
+	require.Greater(t, len(names), victim+1)
+	path := filepath.Join("/store/index", names[victim])
+	b, err := mem.ReadFile(path)
 	require.NoError(t, err)
-	b[indexHeaderSize+3] ^= 0x40
-	require.NoError(t, mem.WriteFile(victim, b))
-	return mem, want, victim
+	require.NoError(t, mem.WriteFile(path, damage(b)))
+	return mem, want, names, path
 }
+
+// flipSlot damages a finished file where only a whole verification sees it: a slot.
+func flipSlot(b []byte) []byte { b[indexHeaderSize+3] ^= 0x40; return b }
 
 // The replacement is built and swapped in while keyed sends are indexed and queries run.
 func TestIndexRebuildWhileServing(t *testing.T) {
-	mem, want, _ := damagedIndexStore(t, 40)
+	mem, want, _, _ := damagedIndexStore(t, 40, 1, flipSlot)
 	s := openStore(t, indexConfig(mem))
 	defer s.Close()
 	done := make(chan struct{})
@@ -560,7 +545,7 @@ func TestIndexRebuildWhileServing(t *testing.T) {
 
 // Closing while the verifier may still run stops it; the next open verifies again.
 func TestIndexVerifyStopsAtClose(t *testing.T) {
-	mem, want, victim := damagedIndexStore(t, 40)
+	mem, want, _, victim := damagedIndexStore(t, 40, 1, flipSlot)
 	s := openStore(t, indexConfig(mem))
 	require.NoError(t, s.Close())
 	s = openStore(t, indexConfig(mem))
