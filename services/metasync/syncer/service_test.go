@@ -61,7 +61,7 @@ func TestTopicConvergence(t *testing.T) {
 	body, _ := io.ReadAll(resp.Body)
 	resp.Body.Close()
 	text := string(body)
-	require.Contains(t, text, "rmqha_metasync_nats_connected 1")
+	require.Regexp(t, `(?m)^rmqha_metasync_nats_connected 1$`, text, "the sample line (its HELP text starts with \"1 while\")")
 	require.Contains(t, text, `rmqha_metasync_group_owned{broker="`+broker+`",cluster="`+cluster+`"} 1`)
 	require.Regexp(t, `rmqha_metasync_table_version\{broker="`+broker+`",cluster="`+cluster+`",holder="master",table="`+string(metasync.TableTopics)+`"\} [1-9]`, text)
 	require.Regexp(t, `rmqha_metasync_table_version\{broker="`+broker+`",cluster="`+cluster+`",holder="metasync",table="`+string(metasync.TableTopics)+`"\} [1-9]`, text)

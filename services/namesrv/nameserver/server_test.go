@@ -7,6 +7,7 @@ import (
 	"net"
 	"net/http"
 	"path/filepath"
+	"regexp"
 	"strconv"
 	"sync/atomic"
 	"testing"
@@ -251,7 +252,7 @@ func TestHTTPHealthStatusMetrics(t *testing.T) {
 		`rmqha_namesrv_registry_stale 0`,
 		`rmqha_namesrv_route_lookup_seconds_count 3`,
 	} {
-		require.Contains(t, body, want)
+		require.Regexp(t, "(?m)^"+regexp.QuoteMeta(want)+"$", body, "a whole sample line")
 	}
 }
 

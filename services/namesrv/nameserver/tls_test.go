@@ -77,7 +77,7 @@ func TestNameServerEnforcingTLSAndBounds(t *testing.T) {
 	require.Contains(t, text, `rmqha_namesrv_remoting_connections_refused_total{reason="connection_limit"}`)
 	require.NotContains(t, text, `rmqha_namesrv_remoting_connections_refused_total{reason="connection_limit"} 0`)
 	require.Contains(t, text, `rmqha_namesrv_remoting_tls_handshakes_total{mode="enforcing",result="ok"} 2`)
-	require.Contains(t, text, `rmqha_namesrv_remoting_connections_max 2`)
+	require.Regexp(t, `(?m)^rmqha_namesrv_remoting_connections_max\ 2$`, text)
 }
 
 func TestNameServerTLSConfigRefused(t *testing.T) {
