@@ -46,7 +46,10 @@ import "fmt"
 // so no queued record waits for a later append.
 //
 // Waiters are called in offset order, by the goroutine that wrote their group, after appendMu
-// was dropped; Appended must not block (it answers a request by queueing the answer).
+// was dropped; Appended must not block (it answers a request by queueing the answer). Two
+// groups written by different goroutines (an appender that leads, the writer goroutine) may have
+// their waiters called at the same time, so a later group's can run before an earlier one's
+// are done: offsets follow the order of the appends, answers need not.
 // Memory is bounded by the appenders: a sync one adds one batch and waits; async ones are
 // bounded by their callers (the broker charges every request to its byte budget until it is
 // answered).

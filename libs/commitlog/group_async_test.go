@@ -294,10 +294,19 @@ func TestAppendQueuedWaitsForWriteQueued(t *testing.T) {
 		require.NoError(t, s2.AppendQueued(msg("Q", 0, strings.Repeat("z", 300)+bodyN(n), ""), &doneRec{t: t, body: bodyN(n), out: out2}))
 	}
 	s2.WriteQueued()
+	// The padding's wait hands the records before it to the writer goroutine, and WriteQueued
+	// writes the rest: two goroutines answer, each group in order, the groups in either order.
+	// Every record is answered once, at offsets in the order of the appends.
+	got := map[string]AppendResult{}
 	for i := 0; i < n; i++ {
 		o := <-out2
 		require.NoError(t, o.err)
-		require.Equal(t, bodyN(i), o.body)
+		_, dup := got[o.body]
+		require.False(t, dup, "%s answered twice", o.body)
+		got[o.body] = o.res
+	}
+	for i := 1; i < n; i++ {
+		require.Greater(t, got[bodyN(i)].WroteOffset, got[bodyN(i-1)].WroteOffset, "record %d", i)
 	}
 	require.Zero(t, queuedBytes(s2))
 }
