@@ -404,7 +404,7 @@ func (ix *indexService) indexRecord(m *recordMeta, phy int64) error {
 		f.putRecord(m, uniq, keys, phy)
 	}
 	ix.mu.Unlock()
-	if ix.werr == nil && len(f.pending) >= 64<<10 {
+	if ix.werr == nil && len(f.pending) >= indexPendingFlush {
 		ix.werr = ix.flushPending(f)
 	}
 	if ix.werr != nil {
@@ -412,6 +412,10 @@ func (ix *indexService) indexRecord(m *recordMeta, phy int64) error {
 	}
 	return nil
 }
+
+// indexPendingFlush is how many bytes of entries a file being written gathers before they
+// are written (at the latest at the end of each dispatch pass).
+const indexPendingFlush = 64 << 10
 
 // forEachKey calls fn for every non-empty space-separated key.
 func forEachKey(keys []byte, fn func([]byte)) {

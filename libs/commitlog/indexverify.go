@@ -119,12 +119,14 @@ func (s *Store) verifyIndexFileInBackground(f *indexFile) {
 	}
 	log := s.log.WithError(err).WithFields(logrus.Fields{"file": f.name, "offset": f.start, "indexed_to": f.indexedTo})
 	log.Warn("index file failed verification; rebuilding it from the CommitLog")
-	rerr := s.rebuildIndexFile(f)
+	replaced, rerr := s.rebuildIndexFile(f)
 	ix.mu.Lock()
 	defer ix.mu.Unlock()
 	switch {
 	case errors.Is(rerr, errVerifyStopped):
 		return // the next open verifies it again
+	case rerr == nil && !replaced:
+		return // cut, reset or dropped while its replacement was built
 	case rerr != nil:
 		ix.check.Failed++
 		ix.check.Last = fmt.Sprintf("%s: %v; not rebuilt: %v", f.name, err, rerr)
@@ -141,27 +143,31 @@ func (s *Store) verifyIndexFileInBackground(f *indexFile) {
 func (ix *indexService) present(f *indexFile) bool {
 	ix.mu.RLock()
 	defer ix.mu.RUnlock()
-	for _, g := range ix.files {
+	return ix.indexLocked(f) >= 0
+}
+
+// indexLocked is f's position in ix.files, -1 when it is not there (ix.mu held).
+func (ix *indexService) indexLocked(f *indexFile) int {
+	for i, g := range ix.files {
 		if g == f {
-			return true
+			return i
 		}
 	}
-	return false
+	return -1
 }
 
 // rebuildIndexFile builds a replacement of the finished file old from the CommitLog records
 // in [old.start, old.indexedTo) and puts it in old's place (see the top of this file). It
-// returns nil without replacing anything when old is gone by then.
-func (s *Store) rebuildIndexFile(old *indexFile) (err error) {
+// reports replaced false, and no error, when old is gone by then.
+func (s *Store) rebuildIndexFile(old *indexFile) (replaced bool, err error) {
 	ix := s.idx
 	tmp := old.name + rebuildSuffix
 	f, err := s.fs.Create(tmp)
 	if err != nil {
-		return err
+		return false, err
 	}
 	nf := &indexFile{start: old.start, name: tmp, f: f, hdr: indexHeader{indexCount: 1},
 		slotNum: old.slotNum, maxNum: old.maxNum, slots: make([]int32, old.slotNum)}
-	replaced := false
 	defer func() {
 		if !replaced {
 			nf.f.Close()
@@ -180,38 +186,32 @@ func (s *Store) rebuildIndexFile(old *indexFile) (err error) {
 			}
 			uniq, keys := recordKeys(m)
 			nf.putRecord(m, uniq, keys, phy)
-			if len(nf.pending) >= 64<<10 {
+			if len(nf.pending) >= indexPendingFlush {
 				return ix.flushPending(nf)
 			}
 			return nil
 		}
 		if err := s.walkRecords(from, old.indexedTo, put, nil); err != nil {
-			return err
+			return false, err
 		}
 	}
 	if err := ix.finish(nf, old.indexedTo); err != nil {
-		return err
+		return false, err
 	}
 	ix.mu.Lock()
 	defer ix.mu.Unlock()
-	i := -1
-	for j, g := range ix.files {
-		if g == old {
-			i = j
-		}
-	}
+	i := ix.indexLocked(old)
 	if i < 0 {
-		return nil
+		return false, nil
 	}
 	if err := s.fs.Rename(tmp, old.name); err != nil {
-		return err
+		return false, err
 	}
 	if err := s.fs.SyncDir(ix.dir); err != nil {
-		return err
+		return false, err
 	}
-	replaced = true
 	nf.name = old.name
 	ix.files[i] = nf
 	old.f.Close()
-	return nil
+	return true, nil
 }
