@@ -32,5 +32,5 @@ go test -count=1 -p 2 -timeout 30m ${GOTEST_FLAGS:-} $patterns
 echo "== go test -race (role switching: request paths against promotions and demotions)"
 (cd libs/broker && go test -count=1 -race -run 'Role|Promote|Demote|Fence|LearnMaster' ${GOTEST_FLAGS:-} .)
 (cd libs/failover && go test -count=1 -race -run 'Role|Promote|Demote|Fence|LearnMaster' ${GOTEST_FLAGS:-} ./...)
-echo "== go test -race (the CommitLog's tail cache and the index verifier: reads beside appends, cuts and replacements)"
-(cd libs/commitlog && go test -count=1 -race -run 'TailCache|FreshReads|IndexRebuild|IndexVerify|IndexDamaged' ${GOTEST_FLAGS:-} .)
+echo "== go test -race (the CommitLog's tail cache, the index verifier and the recovery scan's read-ahead: reads beside appends, cuts and replacements)"
+(cd libs/commitlog && go test -count=1 -race -run 'TailCache|FreshReads|IndexRebuild|IndexVerify|IndexDamaged|TestScan' ${GOTEST_FLAGS:-} .)

@@ -116,12 +116,14 @@
 // queues are cut back to the checkpoint's dispatched offset and rebuilt by
 // dispatching again.
 //
-// The log is read once for all of it: one goroutine reads and validates it
-// chunk by chunk, and the records it found valid are indexed (what the
-// unfinished index file lost) and dispatched on another while it reads on.
-// The queues' and the index's starting points are therefore decided before
-// the log is validated; a cut below the dispatch point takes both back to
-// the cut.
+// The log is read once for all of it: one goroutine validates it chunk by
+// chunk while the next chunk is read ahead on another, and the records it
+// found valid are indexed (what the unfinished index file lost) and
+// dispatched on a third while it reads on. The queues' and the index's
+// starting points are therefore decided before the log is validated; a cut
+// below the dispatch point takes both back to the cut. A read the disk fails
+// is no verdict on the records: the open fails with that error and nothing
+// is cut.
 //
 // At every start, clean or not, each consume queue is then checked against
 // the coverage manifest (format and rules in coverage.go): a queue whose

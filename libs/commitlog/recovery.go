@@ -3,11 +3,14 @@ package commitlog
 import (
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"path/filepath"
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/rmqha/rmqha/libs/commitlog/vfs"
 )
 
 // RecoveryReport says what Open found and what it repaired.
@@ -396,12 +399,33 @@ func (s *Store) endOfFiles() int64 {
 
 // scanChunk is how much of a segment the crash scan reads at a time, and scanEmitRun how
 // much of it it validates before it hands the records on (recoveryFeed), so that the feed
-// finds them in the cache; scanBuffers chunks are in flight between the two.
+// finds them in the cache; scanBuffers chunks are in flight between the scan, its read-ahead
+// and the feed.
+//
+// The scan reads the next chunk on a goroutine while it validates the current one: copying
+// a chunk out of the page cache took more than half of a warm scan (pread 57% of the scan's
+// CPU on a 512 MiB log), which the other core now does meanwhile. The next chunk is read
+// from where the current one ends, before the scan knows where its last whole record ends,
+// into a buffer with scanHead bytes of room in front: the current chunk's unfinished tail is
+// copied there, so the next chunk starts at a record again. A tail longer than scanHead (one
+// record larger than that, cut by the chunk's end) makes the scan read the next chunk again
+// from that record's start, as it did before.
 const (
 	scanChunk   = 4 << 20
+	scanHead    = 256 << 10
 	scanEmitRun = 256 << 10
-	scanBuffers = 3
+	scanBuffers = 4
 )
+
+// scanRead is a chunk read ahead: n bytes from pos into buffer idx, after scanHead.
+type scanRead struct {
+	idx  int
+	pos  int64
+	n    int64
+	k    int
+	err  error
+	done chan struct{}
+}
 
 // scanRun is a run of validated records on its way from the scan to its consumer: b holds
 // whole records at offset off, metas their parseMeta results. release (with no records)
@@ -423,14 +447,19 @@ type scanRun struct {
 // records already read are indexed and dispatched.
 func (s *Store) scan(from int64, consume func(off int64, b []byte, metas []recordMeta) error) (at int64, file, reason string, scanned int64, err error) {
 	if consume == nil {
-		free := make(chan int, 1)
+		free := make(chan int, 2) // the chunk validated and the one read ahead
 		free <- 0
-		at, file, reason, scanned = s.scanRuns(from, free, nil, func(r scanRun) bool {
+		free <- 1
+		var ioErr error
+		at, file, reason, scanned = s.scanRuns(from, free, nil, &ioErr, func(r scanRun) bool {
 			if r.release {
 				free <- r.buf
 			}
 			return true
 		})
+		if ioErr != nil {
+			return -1, "", "", scanned, ioErr
+		}
 		return at, file, reason, scanned, nil
 	}
 	free := make(chan int, scanBuffers)
@@ -439,9 +468,10 @@ func (s *Store) scan(from int64, consume func(off int64, b []byte, metas []recor
 	}
 	runs := make(chan scanRun, 64)
 	quit := make(chan struct{})
+	var ioErr error
 	go func() {
 		defer close(runs)
-		at, file, reason, scanned = s.scanRuns(from, free, quit, func(r scanRun) bool {
+		at, file, reason, scanned = s.scanRuns(from, free, quit, &ioErr, func(r scanRun) bool {
 			select {
 			case runs <- r:
 				return true
@@ -462,6 +492,9 @@ func (s *Store) scan(from int64, consume func(off int64, b []byte, metas []recor
 			}
 		}
 	}
+	if err == nil {
+		err = ioErr
+	}
 	if err != nil {
 		return -1, "", "", scanned, err
 	}
@@ -471,32 +504,86 @@ func (s *Store) scan(from int64, consume func(off int64, b []byte, metas []recor
 // scanRuns is scan's reading and validating side: it takes a buffer from free for every
 // chunk, hands the runs of valid records to emit and gives the buffer back through emit
 // (release) once its last run is out. It stops when emit returns false or quit is closed.
-func (s *Store) scanRuns(from int64, free chan int, quit chan struct{}, emit func(scanRun) bool) (at int64, file, reason string, scanned int64) {
+//
+// A read that fails (other than by ending early) sets ioErr and stops the scan: the disk did
+// not answer, which says nothing about the records, and cutting the log there would drop
+// every record after it. The store does not open; nothing is cut.
+func (s *Store) scanRuns(from int64, free chan int, quit chan struct{}, ioErr *error, emit func(scanRun) bool) (at int64, file, reason string, scanned int64) {
 	var bufs [scanBuffers][]byte
 	var metas [scanBuffers][]recordMeta
+	take := func() (int, bool) {
+		select {
+		case idx := <-free:
+			if bufs[idx] == nil {
+				bufs[idx] = make([]byte, scanHead+scanChunk)
+			}
+			return idx, true
+		case <-quit:
+			return -1, false
+		}
+	}
+	// ahead is the chunk being read ahead, if any. Every return waits for its read: the
+	// files may be cut as soon as the scan returns.
+	var ahead *scanRead
+	defer func() {
+		if ahead != nil {
+			<-ahead.done
+		}
+	}()
+	// unread drops the chunk read ahead, giving its buffer back.
+	unread := func() {
+		if ahead != nil {
+			<-ahead.done
+			free <- ahead.idx
+			ahead = nil
+		}
+	}
 	for i, sg := range s.segs {
 		if sg.start+s.segSize <= from {
 			continue
 		}
 		isLast := i == len(s.segs)-1
 		pos := int64(0)
+		// tail is the unfinished record the last chunk ended with: [pos, pos+tail) of the
+		// segment, copied in front of the chunk read ahead.
+		tail := int64(0)
 		for pos < sg.written {
-			n := sg.written - pos
-			if n > scanChunk {
-				n = scanChunk
+			var (
+				idx  int
+				b    []byte
+				k    int
+				rerr error
+			)
+			if ahead != nil && ahead.pos == pos+tail {
+				<-ahead.done
+				idx = ahead.idx
+				b = bufs[idx][scanHead-tail : scanHead+ahead.n]
+				k, rerr = int(tail)+ahead.k, ahead.err
+				ahead = nil
+			} else {
+				unread()
+				var ok bool
+				if idx, ok = take(); !ok {
+					return -1, "", "", scanned
+				}
+				b = bufs[idx][scanHead : scanHead+min(sg.written-pos, scanChunk)]
+				k, rerr = sg.f.ReadAt(b, pos)
 			}
-			var idx int
-			select {
-			case idx = <-free:
-			case <-quit:
-				return -1, "", "", scanned
+			n := int64(len(b))
+			if next := pos + n; int64(k) == n && next < sg.written {
+				nidx, ok := take()
+				if !ok {
+					return -1, "", "", scanned
+				}
+				r := &scanRead{idx: nidx, pos: next, n: min(sg.written-next, scanChunk), done: make(chan struct{})}
+				go func(f vfs.File, dst []byte) {
+					defer close(r.done)
+					r.k, r.err = f.ReadAt(dst, r.pos)
+				}(sg.f, bufs[nidx][scanHead:scanHead+r.n])
+				ahead = r
 			}
-			if bufs[idx] == nil {
-				bufs[idx] = make([]byte, scanChunk)
-			}
-			b := bufs[idx][:n]
+			tail = 0
 			ms := metas[idx][:0]
-			k, rerr := sg.f.ReadAt(b, pos)
 			p := int64(0)
 			ep, em := int64(0), 0 // what of b and ms was handed on
 			ok := true
@@ -520,6 +607,10 @@ func (s *Store) scanRuns(from int64, free chan int, quit chan struct{}, emit fun
 				return at, sg.name, reason, scanned
 			}
 			if int64(k) < n {
+				if rerr != nil && !errors.Is(rerr, io.EOF) {
+					*ioErr = fmt.Errorf("commitlog: reading %s at %d: %w", sg.name, pos, rerr)
+					return done(-1, "")
+				}
 				return done(sg.start+pos, fmt.Sprintf("read failed: %v", rerr))
 			}
 			for p < n {
@@ -539,7 +630,12 @@ func (s *Store) scanRuns(from int64, free chan int, quit chan struct{}, emit fun
 							}
 							if want > n && pos+want <= sg.written && want <= s.maxRecordBytes() {
 								big := make([]byte, want)
-								if k, _ := sg.f.ReadAt(big, pos); int64(k) == want {
+								k, berr := sg.f.ReadAt(big, pos)
+								if int64(k) < want && berr != nil && !errors.Is(berr, io.EOF) {
+									*ioErr = fmt.Errorf("commitlog: reading %s at %d: %w", sg.name, pos, berr)
+									return done(-1, "")
+								}
+								if int64(k) == want {
 									if bm, sz, e := s.checkRecord(big, off); e == nil {
 										ok = ok && emit(scanRun{off: off, b: big, metas: []recordMeta{bm}, buf: -1})
 										p += int64(sz)
@@ -582,6 +678,12 @@ func (s *Store) scanRuns(from int64, free chan int, quit chan struct{}, emit fun
 					break
 				}
 			}
+			if ahead != nil && p < n && n-p <= scanHead && pos+n == ahead.pos {
+				// The chunk ends inside a record: its start goes in front of the next chunk.
+				<-ahead.done
+				tail = n - p
+				copy(bufs[ahead.idx][scanHead-tail:scanHead], b[p:n])
+			}
 			if done(-1, ""); !ok {
 				return -1, "", "", scanned
 			}
@@ -590,6 +692,7 @@ func (s *Store) scanRuns(from int64, free chan int, quit chan struct{}, emit fun
 				break
 			}
 		}
+		unread()
 		if !isLast && pos < s.segSize {
 			return sg.start + pos, sg.name, "segment ends without blank padding before the next segment", scanned
 		}
