@@ -65,6 +65,22 @@ func crashMarker(t *testing.T, mem *vfs.MemFS, cfg Config) {
 	require.NoError(t, mem.WriteFile(filepath.Join(cfg.Dir, abortFile), nil))
 }
 
+// requireRecords checks that s holds exactly the records res (of chunkedLog, whose bytes are
+// raw): each byte-exact at its offset, and one consume-queue unit for each.
+func requireRecords(t *testing.T, s *Store, res []AppendResult, raw [][]byte) {
+	t.Helper()
+	for i, r := range res {
+		got, err := s.ReadRecord(r.WroteOffset)
+		require.NoError(t, err)
+		require.True(t, bytes.Equal(raw[i], got), "record %d at %d differs", i, r.WroteOffset)
+	}
+	var units int64
+	for q := int32(0); q < 4; q++ {
+		units += s.QueueMaxOffset("T", q)
+	}
+	require.EqualValues(t, len(res), units)
+}
+
 func TestScanAcrossChunks(t *testing.T) {
 	mem, cfg, res, raw, _ := chunkedLog(t)
 	last := res[len(res)-1]
@@ -80,16 +96,7 @@ func TestScanAcrossChunks(t *testing.T) {
 			require.Equal(t, last.EndOffset, rep.ScannedBytes, "the whole log was validated")
 		}
 		require.Equal(t, last.EndOffset, s.MaxOffset())
-		for i, r := range res {
-			b, err := s.ReadRecord(r.WroteOffset)
-			require.NoError(t, err)
-			require.True(t, bytes.Equal(raw[i], b), "record %d at %d differs", i, r.WroteOffset)
-		}
-		var units int64
-		for q := int32(0); q < 4; q++ {
-			units += s.QueueMaxOffset("T", q)
-		}
-		require.EqualValues(t, len(res), units)
+		requireRecords(t, s, res, raw)
 		require.NoError(t, s.Close())
 	}
 }
@@ -110,16 +117,7 @@ func TestScanCutInChunkReadAhead(t *testing.T) {
 	require.Contains(t, rep.CutReason, "crc")
 	require.Equal(t, res[len(res)-1].EndOffset-res[target].WroteOffset, rep.CutBytes)
 	require.Equal(t, res[target].WroteOffset, s.MaxOffset())
-	for i, r := range res[:target] {
-		got, err := s.ReadRecord(r.WroteOffset)
-		require.NoError(t, err)
-		require.True(t, bytes.Equal(raw[i], got), "record %d at %d differs", i, r.WroteOffset)
-	}
-	var units int64
-	for q := int32(0); q < 4; q++ {
-		units += s.QueueMaxOffset("T", q)
-	}
-	require.EqualValues(t, target, units)
+	requireRecords(t, s, res[:target], raw)
 }
 
 // A read that fails during the crash scan (one of the last chunks, read ahead) stops the open
@@ -161,9 +159,5 @@ func TestScanReadErrorCutsNothing(t *testing.T) {
 	require.False(t, rep.Clean)
 	require.Negative(t, rep.CutAt, "nothing is cut (%+v)", rep)
 	require.Equal(t, res[len(res)-1].EndOffset, s.MaxOffset())
-	for i, r := range res {
-		got, err := s.ReadRecord(r.WroteOffset)
-		require.NoError(t, err)
-		require.True(t, bytes.Equal(raw[i], got), "record %d at %d differs", i, r.WroteOffset)
-	}
+	requireRecords(t, s, res, raw)
 }
