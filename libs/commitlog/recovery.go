@@ -606,10 +606,19 @@ func (s *Store) scanRuns(from int64, free chan int, quit chan struct{}, ioErr *e
 				}
 				return at, sg.name, reason, scanned
 			}
+			// readFailed reports whether err is a read the disk failed (not one that ended
+			// early); it then stops the scan with ioErr set.
+			readFailed := func(err error) bool {
+				if err == nil || errors.Is(err, io.EOF) {
+					return false
+				}
+				*ioErr = fmt.Errorf("commitlog: reading %s at %d: %w", sg.name, pos, err)
+				done(-1, "")
+				return true
+			}
 			if int64(k) < n {
-				if rerr != nil && !errors.Is(rerr, io.EOF) {
-					*ioErr = fmt.Errorf("commitlog: reading %s at %d: %w", sg.name, pos, rerr)
-					return done(-1, "")
+				if readFailed(rerr) {
+					return -1, "", "", scanned
 				}
 				return done(sg.start+pos, fmt.Sprintf("read failed: %v", rerr))
 			}
@@ -631,9 +640,8 @@ func (s *Store) scanRuns(from int64, free chan int, quit chan struct{}, ioErr *e
 							if want > n && pos+want <= sg.written && want <= s.maxRecordBytes() {
 								big := make([]byte, want)
 								k, berr := sg.f.ReadAt(big, pos)
-								if int64(k) < want && berr != nil && !errors.Is(berr, io.EOF) {
-									*ioErr = fmt.Errorf("commitlog: reading %s at %d: %w", sg.name, pos, berr)
-									return done(-1, "")
+								if int64(k) < want && readFailed(berr) {
+									return -1, "", "", scanned
 								}
 								if int64(k) == want {
 									if bm, sz, e := s.checkRecord(big, off); e == nil {
