@@ -454,6 +454,7 @@ var (
 	descMetaPending  = desc("metadata_pending_changes", "Changes of a metadata table not yet in its file (written with the next batch).", "table")
 	descCQRepairs    = desc("store_cq_repaired_queues", "Consume queues found incomplete at the last start and rebuilt from the CommitLog.")
 	descCQRestored   = desc("store_cq_restored_units", "Consume-queue entries the start-up check rebuilt from the CommitLog.")
+	descLogCut       = desc("store_recovery_cut_bytes", "CommitLog bytes the last start cut at its first invalid record (0: nothing cut; where and why on /status storeCheck.cut).")
 	descSysTopicSend = desc("system_topic_send_refused_total", "Client sends to a topic only the broker may store into (SCHEDULE_TOPIC_XXXX, RMQ_SYS_TRANS_HALF_TOPIC, ...), answered NO_PERMISSION.")
 	descLocks        = desc("queue_locks", "Queue locks held for orderly consumers (LOCK_BATCH_MQ), expired ones included until swept.")
 	descLockRefused  = desc("queue_lock_refused_total", "LOCK_BATCH_MQ requests answered SYSTEM_BUSY, by bound (group_limit: lockMaxQueuesPerGroup, table_limit: lockMaxQueues).", "reason")
@@ -494,7 +495,7 @@ var allDescs = []*prometheus.Desc{
 	descInfo, descRunning, descFenced, descSwitches, descMinOffset, descMaxOffset, descFlushed, descDispatched, descReadOnly,
 	descSegments, descAppended, descAppends, descFsyncs, descFlushTO, descSendReq, descRefused,
 	descPullReq, descHeld, descMetaVer, descMetaLen, descClients, descEpoch, descConfirmed,
-	descAutoCreated, descAutoRefused, descHBRefused, descMetaWrites, descMetaPending, descCQRepairs, descCQRestored, descDelayRefused, descSysTopicSend,
+	descAutoCreated, descAutoRefused, descHBRefused, descMetaWrites, descMetaPending, descCQRepairs, descCQRestored, descLogCut, descDelayRefused, descSysTopicSend,
 	descLocks, descLockRefused, descStatsKeys, descStatsRefused,
 	descTimerPending, descTimerDeliv, descTimerSkipped, descTimerCancel, descTimerMarkers, descTimerLate,
 	descInSync, descInSyncSlaves, descNeeded, descSlavesConn, descWaiters, descSlaveLag,
@@ -552,6 +553,7 @@ func (c *stateCollector) Collect(ch chan<- prometheus.Metric) {
 		rep := b.store.Recovery()
 		gauge(descCQRepairs, float64(len(rep.CQRepairs)))
 		gauge(descCQRestored, float64(rep.CQRestored))
+		gauge(descLogCut, float64(max(rep.CutBytes, 0)))
 	}
 	if b.holds != nil {
 		gauge(descHeld, float64(b.holds.heldCount()))

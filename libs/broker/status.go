@@ -64,6 +64,18 @@ type StoreCheck struct {
 	// Index is the background verification of the finished message-index files since the
 	// start (messageIndexEnable): how many are left, verified, replaced, and the last failure.
 	Index *commitlog.IndexCheck `json:"index,omitempty"`
+	// Cut is where the start cut the CommitLog: its first record that failed its checks (a
+	// torn tail after a crash, a flipped bit), and what was dropped from there on. Absent
+	// when nothing was cut.
+	Cut *LogCut `json:"cut,omitempty"`
+}
+
+// LogCut is a CommitLog cut made at start (commitlog.RecoveryReport).
+type LogCut struct {
+	At     int64  `json:"at"`     // the first invalid byte's offset: the log ends here now
+	Bytes  int64  `json:"bytes"`  // CommitLog bytes dropped
+	File   string `json:"file"`   // the segment holding that byte
+	Reason string `json:"reason"` // why it is invalid
 }
 
 // Status reports role, identity, store offsets and replication state.
@@ -85,6 +97,9 @@ func (b *Broker) Status() Status {
 		}
 		rep := b.store.Recovery()
 		st.StoreCheck = &StoreCheck{Check: rep.CQCheck, Repaired: rep.CQRepairs, Restored: rep.CQRestored}
+		if rep.CutAt >= 0 {
+			st.StoreCheck.Cut = &LogCut{At: rep.CutAt, Bytes: rep.CutBytes, File: rep.CutFile, Reason: rep.CutReason}
+		}
 		if b.cfg.MessageIndexEnable {
 			ic := b.store.IndexCheck()
 			st.StoreCheck.Index = &ic
