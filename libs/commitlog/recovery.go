@@ -439,29 +439,13 @@ type scanRun struct {
 }
 
 // scan validates records from offset from (a segment start) to the end of
-// the files and returns the first invalid offset (-1 if none). consume (when
-// not nil) gets every run of records found valid, in log order: b holds whole
-// records, and when it ends with blank padding, the padding's header. The
-// records are read and validated on a goroutine of their own while consume
-// works through the runs before them, so that the log is read while the
-// records already read are indexed and dispatched.
+// the files and returns the first invalid offset (-1 if none). consume gets
+// every run of records found valid, in log order: b holds whole records, and
+// when it ends with blank padding, the padding's header. The records are read
+// and validated on a goroutine of their own while consume works through the
+// runs before them, so that the log is read while the records already read
+// are indexed and dispatched.
 func (s *Store) scan(from int64, consume func(off int64, b []byte, metas []recordMeta) error) (at int64, file, reason string, scanned int64, err error) {
-	if consume == nil {
-		free := make(chan int, 2) // the chunk validated and the one read ahead
-		free <- 0
-		free <- 1
-		var ioErr error
-		at, file, reason, scanned = s.scanRuns(from, free, nil, &ioErr, func(r scanRun) bool {
-			if r.release {
-				free <- r.buf
-			}
-			return true
-		})
-		if ioErr != nil {
-			return -1, "", "", scanned, ioErr
-		}
-		return at, file, reason, scanned, nil
-	}
 	free := make(chan int, scanBuffers)
 	for i := 0; i < scanBuffers; i++ {
 		free <- i
@@ -667,7 +651,7 @@ func (s *Store) scanRuns(from int64, free chan int, quit chan struct{}, ioErr *e
 					}
 					return done(off, cerr.Error())
 				}
-				if !m.blank && quit != nil { // a consumer indexes and dispatches it
+				if !m.blank { // the consumer indexes and dispatches it
 					s.readProps(&m)
 				}
 				ms = append(ms, m)
