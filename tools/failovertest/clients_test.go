@@ -146,7 +146,7 @@ func TestRealClientsAcrossFailover(t *testing.T) {
 			}
 			for _, n := range g.nodes {
 				st, err := n.status()
-				if err != nil || st.Role == "SLAVE" || st.WritesFenced {
+				if err != nil || !st.serving() {
 					continue
 				}
 				for q := 0; q < queues; q++ {

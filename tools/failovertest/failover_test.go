@@ -88,7 +88,7 @@ func TestMasterCutFromConsulFences(t *testing.T) {
 		if err != nil {
 			return err
 		}
-		if !st.WritesFenced && st.Role != "SLAVE" {
+		if st.serving() {
 			return errNotYet
 		}
 		return nil

@@ -137,6 +137,9 @@ type status struct {
 	} `json:"failover"`
 }
 
+// serving reports whether the node serves writes as a master: not a slave, writes not fenced.
+func (s status) serving() bool { return s.Role != "SLAVE" && !s.WritesFenced }
+
 func (n *node) status() (status, error) {
 	var st status
 	c := http.Client{Timeout: 2 * time.Second}
@@ -164,7 +167,7 @@ func (g *group) waitMaster(want int) *node {
 			if err != nil {
 				return err
 			}
-			if st.Role != "SLAVE" && !st.WritesFenced {
+			if st.serving() {
 				if m != nil {
 					return fmt.Errorf("two masters: node %d and %d", m.id, n.id)
 				}

@@ -46,7 +46,7 @@ func TestOnlyInSyncNodeTakesOver(t *testing.T) {
 			require.Equal(t, "SLAVE", st.Role, "a node outside the in-sync set took over")
 		}
 		st, err := b.status()
-		return err == nil && st.Role != "SLAVE" && !st.WritesFenced
+		return err == nil && st.serving()
 	})
 	// Once a has caught up, b publishes both nodes as in sync. From then on a lease b fails to
 	// renew in time (a loaded machine) may hand the role to a, rightly: either may be master.
