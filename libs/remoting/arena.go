@@ -24,6 +24,7 @@ const headerArenaChunk = 16 << 10
 // connection's reader). The zero value is ready and holds no memory.
 type stringArena struct {
 	buf []byte // the current chunk: [0, len) handed out, [len, cap) free
+	gen uint64 // chunks made so far: which chunk buf is (headermemo.go)
 }
 
 // string returns a string holding b's bytes.
@@ -36,6 +37,7 @@ func (a *stringArena) string(b []byte) string {
 	}
 	if cap(a.buf)-len(a.buf) < len(b) {
 		a.buf = make([]byte, 0, headerArenaChunk)
+		a.gen++
 	}
 	start := len(a.buf)
 	a.buf = append(a.buf, b...)

@@ -233,7 +233,7 @@ func DecodeFrame(frame []byte) (*Command, error) {
 // decodeFrameInto is DecodeFrame into c, a zero Command (the server's request, allocated
 // with its response writer); c is unspecified on error.
 func decodeFrameInto(c *Command, frame []byte) error {
-	body, err := decodeFrameHeader(c, frame, nil, nil)
+	body, err := decodeFrameHeader(c, frame, nil, nil, nil)
 	if err != nil {
 		return err
 	}
@@ -246,9 +246,10 @@ func decodeFrameInto(c *Command, frame []byte) error {
 // decodeFrameAliased is decodeFrameInto with c.Body a slice of frame instead of a copy (for a
 // request its handler is done with before the frame's buffer is reused), and the custom
 // header in pairs when pairsFor says so for the code (extpairs.go), its strings then from
-// arena when that is not nil (arena.go).
-func decodeFrameAliased(c *Command, frame []byte, pairsFor func(code int32) bool, arena *stringArena) error {
-	body, err := decodeFrameHeader(c, frame, pairsFor, arena)
+// arena when that is not nil (arena.go), read from memo where only values changed since the
+// header memo keeps (headermemo.go; nil: none kept).
+func decodeFrameAliased(c *Command, frame []byte, pairsFor func(code int32) bool, arena *stringArena, memo *headerMemo) error {
+	body, err := decodeFrameHeader(c, frame, pairsFor, arena, memo)
 	if err != nil {
 		return err
 	}
@@ -259,7 +260,7 @@ func decodeFrameAliased(c *Command, frame []byte, pairsFor func(code int32) bool
 }
 
 // decodeFrameHeader decodes frame's header into c and returns its body (a slice of frame).
-func decodeFrameHeader(c *Command, frame []byte, pairsFor func(code int32) bool, arena *stringArena) ([]byte, error) {
+func decodeFrameHeader(c *Command, frame []byte, pairsFor func(code int32) bool, arena *stringArena, memo *headerMemo) ([]byte, error) {
 	if len(frame) < headerWordSize {
 		return nil, fmt.Errorf("%w: %d bytes, no header word", ErrMalformed, len(frame))
 	}
@@ -276,7 +277,10 @@ func decodeFrameHeader(c *Command, frame []byte, pairsFor func(code int32) bool,
 	)
 	switch typ {
 	case SerializeJSON:
-		if !decodeJSONHeaderFastInto(c, header, pairsFor, arena) {
+		if memo != nil && memo.decode(c, header, pairsFor, arena) {
+			break
+		}
+		if !decodeJSONHeaderFastRec(c, header, pairsFor, arena, memo) {
 			slow, err = decodeJSONHeader(header)
 		}
 	case SerializeRocketMQ:

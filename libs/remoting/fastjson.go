@@ -52,6 +52,8 @@ type fastScanner struct {
 	lazy      bool         // the header is shared and s is not made yet
 	arena     *stringArena // where an inline request's header string comes from (nil: its own copy)
 	fromArena bool         // the code read so far is one whose header comes from arena
+	perValue  bool         // a value of its own comes from arena (the memo's re-read, headermemo.go)
+	rec       *headerMemo  // records where each value lies, for the next header (nil: not kept)
 }
 
 // share makes s, the one copy of the header every string of it slices.
@@ -72,6 +74,20 @@ func (f *fastScanner) ws() {
 		default:
 			return
 		}
+	}
+}
+
+// valueStart skips space and returns where the next value starts.
+func (f *fastScanner) valueStart() int {
+	f.ws()
+	return f.i
+}
+
+// note records, when the decode is being kept (rec), that the top-level value kind just read
+// lies at [start, f.i); start -1: it was null, which a later header must repeat byte for byte.
+func (f *fastScanner) note(kind int32, start int) {
+	if f.rec != nil {
+		f.rec.noteTop(kind, start, f.i)
 	}
 }
 
@@ -127,6 +143,9 @@ func (f *fastScanner) str() (string, bool) {
 			}
 			if f.s != "" {
 				return f.s[start:j], true
+			}
+			if f.perValue {
+				return f.arena.string(f.b[start:j]), true
 			}
 			return string(f.b[start:j]), true
 		case '\\':
@@ -270,9 +289,13 @@ func (f *fastScanner) extStrings(add func(k, v string)) bool {
 		f.i++
 		switch f.peek() {
 		case '"':
+			start := f.i
 			v, ok := f.str()
 			if !ok {
 				return false
+			}
+			if f.rec != nil {
+				f.rec.notePair(start, f.i)
 			}
 			add(k, v)
 		case 'n':
@@ -315,8 +338,18 @@ func decodeJSONHeaderFast(h []byte) (*Command, bool) {
 // extFields, those go into c's pairs instead of a map (extpairs.go), and the header's strings
 // come from arena when it is not nil and the code was read before any string (arena.go).
 func decodeJSONHeaderFastInto(c *Command, h []byte, pairsFor func(code int32) bool, arena *stringArena) bool {
+	return decodeJSONHeaderFastRec(c, h, pairsFor, arena, nil)
+}
+
+// decodeJSONHeaderFastRec is decodeJSONHeaderFastInto that, when rec is not nil, also records
+// where each value of h lies and, on success, keeps the decode in rec for the next header of
+// the connection (headermemo.go).
+func decodeJSONHeaderFastRec(c *Command, h []byte, pairsFor func(code int32) bool, arena *stringArena, rec *headerMemo) bool {
 	codeSeen := false
-	f := fastScanner{b: h, lazy: len(h) <= sharedHeaderMax, arena: arena}
+	f := fastScanner{b: h, lazy: len(h) <= sharedHeaderMax, arena: arena, rec: rec}
+	if rec != nil {
+		rec.begin()
+	}
 	var ext map[string]string
 	if f.peek() != '{' {
 		return false
@@ -333,46 +366,62 @@ func decodeJSONHeaderFastInto(c *Command, h []byte, pairsFor func(code int32) bo
 			f.i++
 			switch string(key) {
 			case "code":
+				start := f.valueStart()
 				n, ok := f.int(math.MinInt32, math.MaxInt32)
 				if !ok {
 					return false
 				}
+				f.note(spanCode, start)
 				c.Code = int32(n)
 				codeSeen = true
 				f.fromArena = arena != nil && f.lazy && pairsFor != nil && pairsFor(c.Code)
 			case "version":
+				start := f.valueStart()
 				n, ok := f.int(math.MinInt16, math.MaxInt16)
 				if !ok {
 					return false
 				}
+				f.note(spanVersion, start)
 				c.Version = int16(n)
 			case "opaque":
+				start := f.valueStart()
 				n, ok := f.int(math.MinInt32, math.MaxInt32)
 				if !ok {
 					return false
 				}
+				f.note(spanOpaque, start)
 				c.Opaque = int32(n)
 			case "flag":
+				start := f.valueStart()
 				n, ok := f.int(math.MinInt32, math.MaxInt32)
 				if !ok {
 					return false
 				}
+				f.note(spanFlag, start)
 				c.Flag = int32(n)
 			case "language", "remark":
 				if f.peek() == 'n' {
 					if !f.literal("null") {
 						return false
 					}
+					if key[0] == 'l' {
+						f.note(spanLanguage, -1)
+					} else {
+						f.note(spanRemark, -1)
+					}
 					break
 				}
+				start := f.i
 				v, ok := f.str()
 				if !ok {
 					return false
 				}
 				if key[0] == 'l' {
 					c.Language = v
+					f.note(spanLanguage, start)
 				} else {
 					c.Remark = v
+					f.note(spanRemark, start)
 				}
 			case "extFields":
 				switch f.peek() {
@@ -417,6 +466,9 @@ func decodeJSONHeaderFastInto(c *Command, h []byte, pairsFor func(code int32) bo
 		return false
 	}
 	if c.pairs != nil { // (a repeated extFields appends to them: the last value wins)
+		if rec != nil {
+			rec.commit(c, h, arena)
+		}
 		return true
 	}
 	if ext == nil {

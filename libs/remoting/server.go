@@ -577,6 +577,7 @@ func (c *ServerConn) readLoop() {
 	defer c.endBatch()
 	var (
 		arena stringArena // the header strings of inline requests (arena.go)
+		memo  headerMemo  // the last inline request's header (headermemo.go)
 		reqs  requestSlab // the requests' storage
 	)
 	for {
@@ -596,7 +597,7 @@ func (c *ServerConn) readLoop() {
 		}
 		r := reqs.peek()
 		cmd := &r.cmd
-		err = decodeFrameAliased(cmd, f.data, s.inlineCode, &arena)
+		err = decodeFrameAliased(cmd, f.data, s.inlineCode, &arena, &memo)
 		if err != nil {
 			reqs.clear()
 			if !c.malformed(f.data, err) {
