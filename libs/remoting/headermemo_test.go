@@ -38,12 +38,7 @@ func fullDecode(h []byte) (*Command, bool) {
 
 func requireSameDecode(t testing.TB, want, got *Command) {
 	t.Helper()
-	require.Equal(t, want.Code, got.Code, "code")
-	require.Equal(t, want.Language, got.Language, "language")
-	require.Equal(t, want.Version, got.Version, "version")
-	require.Equal(t, want.Opaque, got.Opaque, "opaque")
-	require.Equal(t, want.Flag, got.Flag, "flag")
-	require.Equal(t, want.Remark, got.Remark, "remark")
+	requireSameTop(t, want, got)
 	require.Nil(t, got.ExtFields)
 	require.NotNil(t, got.pairs)
 	require.Equal(t, *want.pairs, *got.pairs, "pairs")
