@@ -77,10 +77,25 @@ func (f *fastScanner) ws() {
 	}
 }
 
-// valueStart skips space and returns where the next value starts.
-func (f *fastScanner) valueStart() int {
+// topInt reads the integer of a top-level field of the given span kind, in that field's
+// range (topIntRange), and notes where it lies.
+func (f *fastScanner) topInt(kind int32) (int64, bool) {
 	f.ws()
-	return f.i
+	start := f.i
+	lo, hi := topIntRange(kind)
+	n, ok := f.int(lo, hi)
+	if ok {
+		f.note(kind, start)
+	}
+	return n, ok
+}
+
+// topIntRange is the range of a top-level integer field: version is a short, the others ints.
+func topIntRange(kind int32) (lo, hi int64) {
+	if kind == spanVersion {
+		return math.MinInt16, math.MaxInt16
+	}
+	return math.MinInt32, math.MaxInt32
 }
 
 // note records, when the decode is being kept (rec), that the top-level value kind just read
@@ -88,6 +103,14 @@ func (f *fastScanner) valueStart() int {
 func (f *fastScanner) note(kind int32, start int) {
 	if f.rec != nil {
 		f.rec.noteTop(kind, start, f.i)
+	}
+}
+
+// notePair records, when the decode is being kept, that the next string value of extFields
+// lies at [start, f.i).
+func (f *fastScanner) notePair(start int) {
+	if f.rec != nil {
+		f.rec.notePair(start, f.i)
 	}
 }
 
@@ -294,9 +317,7 @@ func (f *fastScanner) extStrings(add func(k, v string)) bool {
 			if !ok {
 				return false
 			}
-			if f.rec != nil {
-				f.rec.notePair(start, f.i)
-			}
+			f.notePair(start)
 			add(k, v)
 		case 'n':
 			if !f.literal("null") {
@@ -366,49 +387,41 @@ func decodeJSONHeaderFastRec(c *Command, h []byte, pairsFor func(code int32) boo
 			f.i++
 			switch string(key) {
 			case "code":
-				start := f.valueStart()
-				n, ok := f.int(math.MinInt32, math.MaxInt32)
+				n, ok := f.topInt(spanCode)
 				if !ok {
 					return false
 				}
-				f.note(spanCode, start)
 				c.Code = int32(n)
 				codeSeen = true
 				f.fromArena = arena != nil && f.lazy && pairsFor != nil && pairsFor(c.Code)
 			case "version":
-				start := f.valueStart()
-				n, ok := f.int(math.MinInt16, math.MaxInt16)
+				n, ok := f.topInt(spanVersion)
 				if !ok {
 					return false
 				}
-				f.note(spanVersion, start)
 				c.Version = int16(n)
 			case "opaque":
-				start := f.valueStart()
-				n, ok := f.int(math.MinInt32, math.MaxInt32)
+				n, ok := f.topInt(spanOpaque)
 				if !ok {
 					return false
 				}
-				f.note(spanOpaque, start)
 				c.Opaque = int32(n)
 			case "flag":
-				start := f.valueStart()
-				n, ok := f.int(math.MinInt32, math.MaxInt32)
+				n, ok := f.topInt(spanFlag)
 				if !ok {
 					return false
 				}
-				f.note(spanFlag, start)
 				c.Flag = int32(n)
 			case "language", "remark":
+				kind := spanRemark
+				if key[0] == 'l' {
+					kind = spanLanguage
+				}
 				if f.peek() == 'n' {
 					if !f.literal("null") {
 						return false
 					}
-					if key[0] == 'l' {
-						f.note(spanLanguage, -1)
-					} else {
-						f.note(spanRemark, -1)
-					}
+					f.note(kind, -1)
 					break
 				}
 				start := f.i
@@ -416,12 +429,11 @@ func decodeJSONHeaderFastRec(c *Command, h []byte, pairsFor func(code int32) boo
 				if !ok {
 					return false
 				}
-				if key[0] == 'l' {
+				f.note(kind, start)
+				if kind == spanLanguage {
 					c.Language = v
-					f.note(spanLanguage, start)
 				} else {
 					c.Remark = v
-					f.note(spanRemark, start)
 				}
 			case "extFields":
 				switch f.peek() {

@@ -2,7 +2,6 @@ package remoting
 
 import (
 	"encoding/binary"
-	"math"
 	"math/bits"
 )
 
@@ -146,20 +145,17 @@ func (m *headerMemo) reread(sp memoSpan, h []byte, arena *stringArena) bool {
 	switch sp.kind {
 	case spanCode:
 		return false // the code decides how the rest is decoded
-	case spanVersion:
-		n, ok := f.int(math.MinInt16, math.MaxInt16)
+	case spanVersion, spanOpaque, spanFlag:
+		n, ok := f.int(topIntRange(sp.kind))
 		if !ok || f.i != int(sp.end) {
 			return false
 		}
-		m.cmd.Version = int16(n)
-	case spanOpaque, spanFlag:
-		n, ok := f.int(math.MinInt32, math.MaxInt32)
-		if !ok || f.i != int(sp.end) {
-			return false
-		}
-		if sp.kind == spanOpaque {
+		switch sp.kind {
+		case spanVersion:
+			m.cmd.Version = int16(n)
+		case spanOpaque:
 			m.cmd.Opaque = int32(n)
-		} else {
+		default:
 			m.cmd.Flag = int32(n)
 		}
 	default:
