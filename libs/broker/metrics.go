@@ -406,6 +406,13 @@ type timedFile struct {
 	m *brokerMetrics
 }
 
+var _ vfs.TailWriter = timedFile{}
+
+// WriteAtTail keeps the wrapped file's raw append (vfs.TailWriter).
+func (f timedFile) WriteAtTail(p []byte, off int64) (int, error) {
+	return vfs.WriteAtTail(f.File, p, off)
+}
+
 func (f timedFile) Sync() error {
 	start := time.Now()
 	err := f.File.Sync()

@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"path/filepath"
 	"time"
+
+	"github.com/rmqha/rmqha/libs/commitlog/vfs"
 )
 
 var zeroPage = make([]byte, 64<<10)
@@ -410,7 +412,7 @@ func (s *Store) writeLocked(pos int64, b []byte) error {
 			return s.setReadOnly(err)
 		}
 	}
-	if _, err := sg.f.WriteAt(b, pos-sg.start); err != nil {
+	if _, err := vfs.WriteAtTail(sg.f, b, pos-sg.start); err != nil {
 		return s.setReadOnly(fmt.Errorf("write %s at %d: %w", sg.name, pos, err))
 	}
 	s.tail.Load().write(pos, b)

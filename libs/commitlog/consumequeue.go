@@ -196,7 +196,7 @@ func (s *Store) cqPut(cq *consumeQueue, q0 int64, units []byte) error {
 		if rest := len(units) - p; rest < k {
 			k = rest
 		}
-		if _, err := f.f.WriteAt(units[p:p+k], (q-f.start)*CQUnitSize); err != nil {
+		if _, err := vfs.WriteAtTail(f.f, units[p:p+k], (q-f.start)*CQUnitSize); err != nil {
 			return fmt.Errorf("write %s: %w", f.name, err)
 		}
 		s.markDirty(f)

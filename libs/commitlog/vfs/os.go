@@ -11,9 +11,21 @@ var Default FS = osFS{}
 
 type osFS struct{}
 
-type osFile struct{ *os.File }
+type osFile struct {
+	*os.File
+	tail tailWriter
+}
 
-func (f osFile) Size() (int64, error) {
+func newOSFile(f *os.File) *osFile {
+	o := &osFile{File: f}
+	if rc, err := f.SyscallConn(); err == nil {
+		o.tail.rc = rc
+		o.tail.fn = o.tail.attempt
+	}
+	return o
+}
+
+func (f *osFile) Size() (int64, error) {
 	st, err := f.File.Stat()
 	if err != nil {
 		return 0, err
@@ -21,7 +33,7 @@ func (f osFile) Size() (int64, error) {
 	return st.Size(), nil
 }
 
-func (f osFile) Sync() error { return fdatasync(f.File) }
+func (f *osFile) Sync() error { return fdatasync(f.File) }
 
 func fdatasync(f *os.File) error {
 	for {
@@ -41,7 +53,7 @@ func (osFS) Create(name string) (File, error) {
 	if err != nil {
 		return nil, err
 	}
-	return osFile{f}, nil
+	return newOSFile(f), nil
 }
 
 func (osFS) Open(name string) (File, error) {
@@ -49,7 +61,7 @@ func (osFS) Open(name string) (File, error) {
 	if err != nil {
 		return nil, err
 	}
-	return osFile{f}, nil
+	return newOSFile(f), nil
 }
 
 func (osFS) Remove(name string) error             { return os.Remove(name) }
