@@ -84,6 +84,7 @@ func (q *Reader) attempt(fd uintptr) bool {
 type Writer struct {
 	rc   syscall.RawConn
 	bufs [][]byte // what is left to write
+	one  [1][]byte // Write's buffer list, so a single write allocates nothing
 	iov  []syscall.Iovec
 	err  error
 	fn   func(fd uintptr) bool // attempt, made once
@@ -102,7 +103,10 @@ func NewWriter(nc net.Conn) *Writer {
 
 // Write writes all of b, or fails.
 func (w *Writer) Write(b []byte) (int, error) {
-	if err := w.WriteBuffers(b); err != nil {
+	w.one[0] = b
+	err := w.WriteBuffers(w.one[:]...)
+	w.one[0] = nil
+	if err != nil {
 		return 0, err
 	}
 	return len(b), nil

@@ -166,3 +166,19 @@ func TestNoRawConn(t *testing.T) {
 	require.Nil(t, NewReader(a))
 	require.Nil(t, NewWriter(a))
 }
+
+// A Writer's Write of one buffer allocates nothing: the master's HA link and the slave's acks
+// make one per frame.
+func TestWriterWriteAllocatesNothing(t *testing.T) {
+	nc, peer := pair(t)
+	w := NewWriter(nc)
+	require.NotNil(t, w)
+	go func() { _, _ = io.Copy(io.Discard, peer) }()
+	b := []byte("frame")
+	allocs := testing.AllocsPerRun(200, func() {
+		if _, err := w.Write(b); err != nil {
+			t.Fatal(err)
+		}
+	})
+	require.Zero(t, allocs)
+}
