@@ -368,6 +368,7 @@ func (b *Broker) newHAMaster(cfg Config) (*hawire.Master, string, error) {
 	mc.InSyncReplicas = cfg.InSyncReplicas
 	mc.MinInSyncReplicas = cfg.MinInSyncReplicas
 	mc.SlaveTimeout = cfg.SlaveTimeout
+	mc.InlineSend = cfg.BrokerRole == RoleSyncMaster
 	mc.EpochDir = cfg.StorePathRootDir
 	mc.Logger = b.log.WithField("component", "ha")
 	mc.Now = b.now

@@ -56,6 +56,15 @@ type MasterConfig struct {
 	SlaveTimeout time.Duration
 	// EpochDir holds the epoch file. Empty = not persisted (tests only).
 	EpochDir string
+	// InlineSend lets an append send what the log gained on the appender's
+	// goroutine when its connection's send loop is idle and the link is a
+	// plain socket, writing only what the socket takes at once; the loop
+	// writes any rest. It saves a SYNC_MASTER send the wake-up of the loop's
+	// goroutine. An ASYNC_MASTER's answers do not wait for the slave, so
+	// there the appender answers first and leaves sending to the loop. The
+	// frames and their order are the same either way; the tests run both.
+	// Default false.
+	InlineSend bool
 	// Logger receives structured logs. Default: discard.
 	Logger logrus.FieldLogger
 	// Now is the clock. Default time.Now.

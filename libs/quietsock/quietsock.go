@@ -83,11 +83,12 @@ func (q *Reader) attempt(fd uintptr) bool {
 // socket is full; deadlines are the socket's. One goroutine writes at a time.
 type Writer struct {
 	rc   syscall.RawConn
-	bufs [][]byte // what is left to write
+	bufs [][]byte  // what is left to write
 	one  [1][]byte // Write's buffer list, so a single write allocates nothing
 	iov  []syscall.Iovec
 	err  error
 	fn   func(fd uintptr) bool // attempt, made once
+	try  func(fd uintptr) bool // attempt made once, never waiting
 }
 
 // NewWriter returns a Writer over nc, or nil when nc is not a socket that has one.
@@ -98,6 +99,10 @@ func NewWriter(nc net.Conn) *Writer {
 	}
 	w := &Writer{rc: rc}
 	w.fn = w.attempt
+	w.try = func(fd uintptr) bool {
+		w.attempt(fd)
+		return true
+	}
 	return w
 }
 
@@ -122,6 +127,25 @@ func (w *Writer) WriteBuffers(bufs ...[]byte) error {
 	clear(w.iov)
 	w.bufs, w.iov, w.err = nil, w.iov[:0], nil
 	return err
+}
+
+// TryWriteBuffers writes what of bufs the socket takes now, with no wait in the poller, and
+// returns what is left: nil when all of it went out, else the unwritten tail of bufs (the
+// first of them cut where the socket stopped taking bytes; the slices alias bufs). An expired
+// write deadline is an error, as for WriteBuffers.
+func (w *Writer) TryWriteBuffers(bufs ...[]byte) ([][]byte, error) {
+	w.bufs, w.err = bufs, nil
+	err := w.rc.Write(w.try)
+	if err == nil {
+		err = w.err
+	}
+	rest := w.bufs
+	clear(w.iov)
+	w.bufs, w.iov, w.err = nil, w.iov[:0], nil
+	if err != nil || len(rest) == 0 {
+		return nil, err
+	}
+	return rest, nil
 }
 
 // attempt is one try of WriteBuffers (RawConn.Write calls it until it reports done).

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"io"
 	"net"
+	"os"
 	"testing"
 	"time"
 
@@ -181,4 +182,48 @@ func TestWriterWriteAllocatesNothing(t *testing.T) {
 		}
 	})
 	require.Zero(t, allocs)
+}
+
+// TryWriteBuffers writes what the socket takes without waiting: everything when there is
+// room, else the rest comes back, and writing that rest later delivers every byte once, in
+// order.
+func TestTryWriteBuffers(t *testing.T) {
+	nc, peer := pair(t)
+	w := NewWriter(nc)
+	require.NotNil(t, w)
+	rest, err := w.TryWriteBuffers([]byte("head:"), []byte("small"))
+	require.NoError(t, err)
+	require.Nil(t, rest, "a small frame goes out whole")
+	big := make([]byte, 64<<20) // far more than a socket buffer holds
+	for i := range big {
+		big[i] = byte(i % 251)
+	}
+	rest, err = w.TryWriteBuffers([]byte(":big:"), big)
+	require.NoError(t, err)
+	require.NotEmpty(t, rest, "a peer that does not read leaves a rest")
+	left := 0
+	for _, b := range rest {
+		left += len(b)
+	}
+	require.Less(t, left, len(big), "part of the frame went out")
+	want := append(append([]byte("head:small:big:"), big...), '!')
+	got := make(chan []byte, 1)
+	go func() {
+		all := make([]byte, 0, len(want))
+		buf := make([]byte, 1<<20)
+		for len(all) < len(want) {
+			n, err := peer.Read(buf)
+			if err != nil {
+				break
+			}
+			all = append(all, buf[:n]...)
+		}
+		got <- all
+	}()
+	require.NoError(t, w.WriteBuffers(append(rest, []byte("!"))...))
+	require.True(t, bytes.Equal(want, <-got), "bytes arrive whole, once and in order")
+
+	require.NoError(t, nc.SetWriteDeadline(time.Now().Add(-time.Second)))
+	_, err = w.TryWriteBuffers([]byte("late"))
+	require.ErrorIs(t, err, os.ErrDeadlineExceeded)
 }

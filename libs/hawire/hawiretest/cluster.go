@@ -54,6 +54,7 @@ func MasterConfig(epochDir string) hawire.MasterConfig {
 	c.EpochDir = epochDir
 	c.Logger = Logger()
 	c.Secret = Secret
+	c.InlineSend = !sendLoopOnly.Load()
 	return c
 }
 
