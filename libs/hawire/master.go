@@ -33,6 +33,7 @@ type Master struct {
 	wakers     atomic.Pointer[[]*masterConn]
 	lastSample atomic.Int64
 	sweepWake  chan struct{}
+	sweepAt    time.Time // when the sweeper's timer fires next, by now (mu); zero before it ran
 	closing    chan struct{}
 	closed     atomic.Bool
 	wg         sync.WaitGroup
@@ -202,14 +203,8 @@ func (m *Master) WaitReplicated(endOffset int64, deadline time.Time) <-chan Repl
 		ch <- ReplSlaveNotAvailable
 		return ch
 	}
-	first, had := m.st.NextDeadline()
 	ch := m.st.Wait(endOffset, deadline, logMax, m.now())
-	if n, ok := m.st.NextDeadline(); ok && (!had || n.Before(first)) {
-		select {
-		case m.sweepWake <- struct{}{}:
-		default:
-		}
-	}
+	m.wakeSweeperLocked()
 	m.mu.Unlock()
 	return ch
 }
@@ -233,17 +228,28 @@ func (m *Master) WaitReplicatedFunc(endOffset int64, deadline time.Time, fn func
 		fn(ReplSlaveNotAvailable)
 		return
 	}
-	first, had := m.st.NextDeadline()
 	st, now := m.st.WaitFunc(endOffset, deadline, logMax, m.now(), fn)
-	if n, ok := m.st.NextDeadline(); !now && ok && (!had || n.Before(first)) {
-		select {
-		case m.sweepWake <- struct{}{}:
-		default:
-		}
+	if !now {
+		m.wakeSweeperLocked()
 	}
 	m.mu.Unlock()
 	if now {
 		fn(st)
+	}
+}
+
+// wakeSweeperLocked wakes the sweeper when the earliest deadline comes before the time its
+// timer is armed for (mu held). A later one waits for that timer, which re-arms for it: waking
+// the sweeper only to re-arm cost a thread wake-up per send at one SYNC send at a time, where
+// every send's deadline is the only one.
+func (m *Master) wakeSweeperLocked() {
+	n, ok := m.st.NextDeadline()
+	if !ok || (!m.sweepAt.IsZero() && !n.Before(m.sweepAt)) {
+		return
+	}
+	select {
+	case m.sweepWake <- struct{}{}:
+	default:
 	}
 }
 
@@ -770,6 +776,7 @@ func (m *Master) sweeper() {
 		if d, ok := m.st.NextDeadline(); ok {
 			next = min(next, max(d.Sub(now), 0))
 		}
+		m.sweepAt = now.Add(next)
 		m.mu.Unlock()
 		fire(done)
 		for _, c := range conns {

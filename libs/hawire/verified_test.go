@@ -206,3 +206,51 @@ func TestWaitReplicatedFuncAnsweredByAck(t *testing.T) {
 	case <-time.After(20 * time.Millisecond):
 	}
 }
+
+// TestEarlierDeadlineWakesSweeper: a wait whose deadline comes before the sweeper's next
+// round wakes it, and one that comes after waits for that round. A SYNC send whose slave
+// does not answer hears ReplTimeout at its own deadline, not at the sweeper's next round
+// (up to a second later, past a client's own send timeout).
+func TestEarlierDeadlineWakesSweeper(t *testing.T) {
+	ml := memlog.New(64 << 10)
+	cfg := hawiretest.MasterConfig(t.TempDir())
+	cfg.HousekeepingInterval = 20 * time.Second // the sweeper's round: 1 s
+	m := hawiretest.StartMaster(t, cfg, ml)
+	px := hawiretest.NewProxy(t, m.Addr().String())
+	hawiretest.StartSlave(t, hawiretest.SlaveConfig(t.TempDir()), memlog.New(64<<10), px.Addr())
+	hawiretest.Eventually(t, 10*time.Second, func() bool { return m.InSyncCount() == 2 }, "slave in sync")
+	px.SetDelay(time.Minute) // no ack arrives in time
+	off, err := hawiretest.AppendRecord(ml, hawiretest.Record(500, 1))
+	if err != nil {
+		t.Fatal(err)
+	}
+	// A first wait runs the sweeper once: its timer is then armed a round ahead.
+	first := make(chan hawire.ReplStatus, 1)
+	m.WaitReplicatedFunc(off+500, time.Now().Add(10*time.Millisecond), func(st hawire.ReplStatus) { first <- st })
+	if st := <-first; st != hawire.ReplTimeout {
+		t.Fatalf("first wait: %v", st)
+	}
+	late, early := make(chan hawire.ReplStatus, 1), make(chan hawire.ReplStatus, 1)
+	m.WaitReplicatedFunc(off+500, time.Now().Add(3*time.Second), func(st hawire.ReplStatus) { late <- st })
+	start := time.Now()
+	m.WaitReplicatedFunc(off+500, start.Add(50*time.Millisecond), func(st hawire.ReplStatus) { early <- st })
+	select {
+	case st := <-early:
+		if st != hawire.ReplTimeout {
+			t.Fatalf("early deadline: %v", st)
+		}
+		if took := time.Since(start); took >= 900*time.Millisecond {
+			t.Fatalf("a 50 ms deadline was answered after %v: at the sweeper's next round", took)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("the early wait was never answered")
+	}
+	select {
+	case st := <-late:
+		if st != hawire.ReplTimeout {
+			t.Fatalf("late deadline: %v", st)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("the late wait was never answered")
+	}
+}
