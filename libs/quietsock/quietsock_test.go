@@ -34,6 +34,25 @@ func pair(t *testing.T) (client, server net.Conn) {
 	return nc, peer
 }
 
+// readN reads n bytes from c on a goroutine of its own and sends them, or what came before
+// the connection failed.
+func readN(c net.Conn, n int) <-chan []byte {
+	got := make(chan []byte, 1)
+	go func() {
+		all := make([]byte, 0, n)
+		buf := make([]byte, 1<<20)
+		for len(all) < n {
+			k, err := c.Read(buf)
+			if err != nil {
+				break
+			}
+			all = append(all, buf[:k]...)
+		}
+		got <- all
+	}()
+	return got
+}
+
 // A quiet reader reads what the socket holds, waits in the poller for more until the read
 // deadline (a timeout error), and reports the peer's close as io.EOF.
 func TestReader(t *testing.T) {
@@ -106,19 +125,7 @@ func TestWriterWritesBuffersInOrder(t *testing.T) {
 		want = append(want, b...)
 	}
 	want = append(want, '!') // the Write after them
-	got := make(chan []byte, 1)
-	go func() {
-		var all []byte
-		buf := make([]byte, 4096)
-		for len(all) < len(want) {
-			n, err := peer.Read(buf)
-			if err != nil {
-				break
-			}
-			all = append(all, buf[:n]...)
-		}
-		got <- all
-	}()
+	got := readN(peer, len(want))
 	require.NoError(t, w.WriteBuffers(bufs...))
 	n, err := w.Write([]byte("!"))
 	require.NoError(t, err)
@@ -207,19 +214,7 @@ func TestTryWriteBuffers(t *testing.T) {
 	}
 	require.Less(t, left, len(big), "part of the frame went out")
 	want := append(append([]byte("head:small:big:"), big...), '!')
-	got := make(chan []byte, 1)
-	go func() {
-		all := make([]byte, 0, len(want))
-		buf := make([]byte, 1<<20)
-		for len(all) < len(want) {
-			n, err := peer.Read(buf)
-			if err != nil {
-				break
-			}
-			all = append(all, buf[:n]...)
-		}
-		got <- all
-	}()
+	got := readN(peer, len(want))
 	require.NoError(t, w.WriteBuffers(append(rest, []byte("!"))...))
 	require.True(t, bytes.Equal(want, <-got), "bytes arrive whole, once and in order")
 
