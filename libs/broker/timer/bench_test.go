@@ -170,6 +170,12 @@ func BenchmarkCancelOverhead(b *testing.B) {
 // per slot stored after its timers; it starts a service and returns how long it took to
 // deliver or cancel them all, and its stats.
 func deliverBacklog(tb testing.TB, slots, perSlot, cancelPerSlot int, markers bool) (time.Duration, Stats) {
+	return deliverBacklogOver(tb, slots, perSlot, cancelPerSlot, markers, nil)
+}
+
+// deliverBacklogOver is deliverBacklog with the service reading the store through over(store)
+// when over is not nil.
+func deliverBacklogOver(tb testing.TB, slots, perSlot, cancelPerSlot int, markers bool, over func(*commitlog.Store) Store) (time.Duration, Stats) {
 	e := openTenv(tb)
 	born := netip.MustParseAddrPort("127.0.0.1:5000")
 	base := (time.Now().UnixMilli() - 60_000) / 100 * 100
@@ -190,9 +196,18 @@ func deliverBacklog(tb testing.TB, slots, perSlot, cancelPerSlot int, markers bo
 			batch = append(batch, &commitlog.Message{Topic: Topic, Body: []byte("0"), Properties: string(commitlog.AppendProperties(nil, props)), BornHost: born})
 		}
 	}
+	// Stored two minutes ago, before every slot, as markers must be (one for a time already
+	// passed is refused): the index is what is behind, not the markers.
+	e.lag.Store(int64(2 * time.Minute))
 	_, err := e.store.AppendBatch(batch)
+	e.lag.Store(0)
 	require.NoError(tb, err)
-	s := e.service()
+	var s *Service
+	if over != nil {
+		s = e.serviceOver(over(e.store))
+	} else {
+		s = e.service()
+	}
 	t0 := time.Now()
 	s.StartDelivery() // delivering from the first round: the index is behind
 	s.Start()

@@ -84,6 +84,9 @@ type Service struct {
 	retries, latSum             atomic.Int64
 	cancelled, markersSeen      atomic.Int64
 	indexedStoreMs              int64 // loop goroutine only: latest store time of a record indexed (or passed over as indexed)
+	// Loop goroutine only: the CommitLog end when delivery last began. Nothing is delivered
+	// until the dispatcher has reached it (dispatchCaughtUp).
+	startLogMax int64
 	// Loop goroutine only: the keys the markers of delSlot name (delN markers read).
 	delSlot      int64
 	delN         int
@@ -275,11 +278,12 @@ func (s *Service) run(stop <-chan struct{}) {
 			s.core.Unload() // the bucket is read again at the next promotion
 		}
 		if on && !was {
+			s.startLogMax = s.store.MaxOffset()
 			s.log.WithFields(logrus.Fields{"cursor": s.core.Cursor(), "enqueue": s.enqueue}).Info("timer delivery started")
 		}
 		was = on
 		s.isDelivering.Store(on)
-		if on {
+		if on && s.dispatchCaughtUp() {
 			if !s.deliverRound(stop) {
 				continue
 			}
@@ -509,6 +513,23 @@ func (s *Service) enqueueRound() bool {
 	}
 	s.enqueue = max(s.enqueue, res.NextBeginOffset)
 	return len(res.Records) > 0 // a short read (a segment end, a byte cap) is no sign of the end
+}
+
+// dispatchCaughtUp reports whether the dispatcher has put every record stored before delivery
+// began into its consume queue. Until then the timer queue can end short of records already
+// stored (a restart, a promotion: the dispatcher rebuilds the queues from the log), and its
+// end would pass for "every timer record indexed" (deliverNow) while delete markers are
+// still missing from it. Records stored afterwards reach the queue within the dispatcher's
+// pacing, well inside a slot: a marker is stored before its own slot.
+func (s *Service) dispatchCaughtUp() bool {
+	if s.startLogMax <= 0 {
+		return true
+	}
+	if s.store.DispatchedOffset() < s.startLogMax {
+		return false
+	}
+	s.startLogMax = 0
+	return true
 }
 
 // deliverNow is the time delivery may go up to: now once every timer record in the queue is

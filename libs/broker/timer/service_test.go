@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -62,6 +63,7 @@ type tenv struct {
 	dir   string
 	store *commitlog.Store
 	rec   *recorder
+	lag   *atomic.Int64 // how far the store's clock runs behind (ns): the store times of a backlog
 }
 
 func openTenv(t testing.TB) *tenv {
@@ -72,20 +74,25 @@ func openTenv(t testing.TB) *tenv {
 	cfg.CQUnitsPerFile = 1000
 	cfg.StoreHost = netip.MustParseAddrPort("127.0.0.1:10911")
 	cfg.Logger = quiet()
+	lag := new(atomic.Int64)
+	cfg.Now = func() time.Time { return time.Now().Add(-time.Duration(lag.Load())) }
 	st, err := commitlog.Open(cfg)
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = st.Close() })
-	return &tenv{t: t, dir: dir, store: st, rec: &recorder{store: st, got: map[string][]time.Time{}}}
+	return &tenv{t: t, dir: dir, store: st, rec: &recorder{store: st, got: map[string][]time.Time{}}, lag: lag}
 }
 
-func (e *tenv) service() *Service {
+func (e *tenv) service() *Service { return e.serviceOver(e.store) }
+
+// serviceOver is service reading the store through st.
+func (e *tenv) serviceOver(st Store) *Service {
 	cfg := DefaultConfig()
 	cfg.Dir = filepath.Join(e.dir, "timer")
 	cfg.PrecisionMs = 100
 	cfg.BucketSpan = time.Second
 	cfg.FlushInterval = 100 * time.Millisecond
 	cfg.Logger = quiet()
-	s, err := New(cfg, e.store, e.rec)
+	s, err := New(cfg, st, e.rec)
 	require.NoError(e.t, err)
 	e.store.OnDispatch(s.OnDispatch)
 	return s
@@ -300,4 +307,54 @@ func TestServiceCancelsWithABacklog(t *testing.T) {
 	require.Equal(t, int64(200), st.Cancelled)
 	require.Equal(t, int64(1800), st.Delivered)
 	require.Equal(t, int64(200), st.Markers)
+}
+
+// TestServiceWaitsForTheDispatcher: the same backlog while the dispatcher is still putting it
+// into the timer queue (a restart, a promotion: the queues are rebuilt from the log). The end
+// of the short queue is not the end of the timer records: nothing is delivered until the
+// dispatcher has reached the log's end as of delivery's start, and every named timer is
+// cancelled.
+func TestServiceWaitsForTheDispatcher(t *testing.T) {
+	var lag *laggingStore
+	_, st := deliverBacklogOver(t, 20, 100, 10, true, func(s *commitlog.Store) Store {
+		lag = &laggingStore{Store: s, visible: 64}
+		time.AfterFunc(500*time.Millisecond, func() { lag.release.Store(true) })
+		return lag
+	})
+	require.True(t, lag.release.Load())
+	require.Equal(t, int64(200), st.Cancelled)
+	require.Equal(t, int64(1800), st.Delivered)
+}
+
+// laggingStore shows the first visible entries of the timer queue, and a dispatcher that has
+// not reached the log's end, until release.
+type laggingStore struct {
+	*commitlog.Store
+	visible int64
+	release atomic.Bool
+}
+
+func (l *laggingStore) QueueMaxOffset(topic string, qid int32) int64 {
+	n := l.Store.QueueMaxOffset(topic, qid)
+	if !l.release.Load() && topic == Topic {
+		n = min(n, l.visible)
+	}
+	return n
+}
+
+func (l *laggingStore) DispatchedOffset() int64 {
+	if !l.release.Load() {
+		return 0
+	}
+	return l.Store.DispatchedOffset()
+}
+
+func (l *laggingStore) GetMessages(topic string, qid int32, off int64, maxMsgs, maxBytes int, match func(int64) bool) commitlog.GetResult {
+	if !l.release.Load() && topic == Topic {
+		if off >= l.visible {
+			return commitlog.GetResult{Status: commitlog.OffsetOverflowOne, NextBeginOffset: off, MaxOffset: l.visible}
+		}
+		maxMsgs = int(min(int64(maxMsgs), l.visible-off))
+	}
+	return l.Store.GetMessages(topic, qid, off, maxMsgs, maxBytes, match)
 }
