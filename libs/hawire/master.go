@@ -17,7 +17,9 @@ import (
 
 // Master is the TCP driver around MasterState: it accepts slave
 // connections on the HA port and runs, per connection, one goroutine that
-// reads acks and one that sends data as soon as the log grows.
+// reads acks and one that sends data as soon as the log grows. With
+// InlineSend an append whose connection's sender is idle sends what the
+// socket takes at once itself (sendInline).
 type Master struct {
 	cfg    MasterConfig
 	log    Log
