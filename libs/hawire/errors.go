@@ -58,6 +58,9 @@ var (
 	// with OnTooOld=fail, divergence with OnDiverged=fail, segment sizes or
 	// versions that differ).
 	ErrFailed = errors.New("hawire: replication stopped")
+	// errNotSent is the master's frameBatch error when its state refused to record a send:
+	// the connection ends without a log line of its own (nothing is wrong with the log).
+	errNotSent = errors.New("hawire: batch not recorded as sent")
 	// ErrMasterUnproven is a slave's refusal of a verdict (ACCEPT or ERROR)
 	// whose master proof is missing or wrong: the peer does not know the
 	// secret, or the verdict was recorded on another connection.

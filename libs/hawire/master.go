@@ -636,10 +636,6 @@ func (m *Master) sendStep(mc *masterConn, lg logrus.FieldLogger) (sent bool, wai
 	return false, wait, true
 }
 
-// errNotSent is frameBatch's error when the state refused to record the send: the connection
-// ends without a log line of its own (the state logged nothing wrong with the log).
-var errNotSent = errors.New("hawire: batch not recorded as sent")
-
 // frameBatch reads the batch plan names into the connection's buffer, checks its records,
 // records it as sent and returns the Data frame's header and body (mc.sendMu held).
 func (m *Master) frameBatch(mc *masterConn, plan SendPlan, logMax int64) (hdr, data []byte, err error) {

@@ -1,7 +1,6 @@
 package vfs
 
 import (
-	"io"
 	"os"
 	"runtime"
 	"sync"
@@ -111,8 +110,6 @@ func (f *osFile) WriteAtTail(p []byte, off int64) (int, error) {
 		return f.File.WriteAt(p, off)
 	case errno != 0:
 		return n, &os.PathError{Op: "write", Path: f.Name(), Err: errno}
-	case n < len(p):
-		return n, &os.PathError{Op: "write", Path: f.Name(), Err: io.ErrShortWrite}
 	}
-	return n, nil
+	return n, nil // attempt wrote all of p, or set errno
 }
