@@ -23,6 +23,7 @@ import (
 type Master struct {
 	cfg    MasterConfig
 	log    Log
+	rd     RawReaderInto // log's reader into a buffer, nil when it has none
 	lg     logrus.FieldLogger
 	now    func() time.Time
 	mu     sync.Mutex // guards st
@@ -108,6 +109,7 @@ func NewMaster(cfg MasterConfig, log Log) (*Master, error) {
 	m := &Master{cfg: cfg, log: log, lg: cfg.Logger.WithField("component", "ha-master"), now: cfg.Now,
 		st: NewMasterState(cfg, log.SegmentSize(), hist), conns: map[ConnID]*masterConn{},
 		sweepWake: make(chan struct{}, 1), closing: make(chan struct{})}
+	m.rd, _ = log.(RawReaderInto)
 	m.wakers.Store(&[]*masterConn{})
 	return m, nil
 }
@@ -674,11 +676,10 @@ func (m *Master) frameBatch(mc *masterConn, plan SendPlan, logMax int64) (hdr, d
 // readBatch reads log bytes into the connection's buffer, reused for every batch: it is free
 // again once the frame is written.
 func (m *Master) readBatch(mc *masterConn, off int64, n int) ([]byte, error) {
-	rd, ok := m.log.(RawReaderInto)
-	if !ok {
+	if m.rd == nil {
 		return m.log.ReadRaw(off, n)
 	}
-	b, err := rd.ReadRawInto(mc.rbuf[:0], off, n)
+	b, err := m.rd.ReadRawInto(mc.rbuf[:0], off, n)
 	if cap(b) > cap(mc.rbuf) && cap(b) <= 2*m.cfg.TransferBatchSize {
 		mc.rbuf = b[:0] // a single record larger than that is read into a buffer of its own
 	}

@@ -119,14 +119,21 @@ func (w *Writer) Write(b []byte) (int, error) {
 
 // WriteBuffers writes all of bufs in order, with one writev for as many as the socket takes.
 func (w *Writer) WriteBuffers(bufs ...[]byte) error {
+	_, err := w.run(w.fn, bufs)
+	return err
+}
+
+// run writes bufs with fn inside the socket's RawConn and returns what is left of them.
+func (w *Writer) run(fn func(fd uintptr) bool, bufs [][]byte) ([][]byte, error) {
 	w.bufs, w.err = bufs, nil
-	err := w.rc.Write(w.fn)
+	err := w.rc.Write(fn)
 	if err == nil {
 		err = w.err
 	}
+	rest := w.bufs
 	clear(w.iov)
 	w.bufs, w.iov, w.err = nil, w.iov[:0], nil
-	return err
+	return rest, err
 }
 
 // TryWriteBuffers writes what of bufs the socket takes now, with no wait in the poller, and
@@ -134,14 +141,7 @@ func (w *Writer) WriteBuffers(bufs ...[]byte) error {
 // first of them cut where the socket stopped taking bytes; the slices alias bufs). An expired
 // write deadline is an error, as for WriteBuffers.
 func (w *Writer) TryWriteBuffers(bufs ...[]byte) ([][]byte, error) {
-	w.bufs, w.err = bufs, nil
-	err := w.rc.Write(w.try)
-	if err == nil {
-		err = w.err
-	}
-	rest := w.bufs
-	clear(w.iov)
-	w.bufs, w.iov, w.err = nil, w.iov[:0], nil
+	rest, err := w.run(w.try, bufs)
 	if err != nil || len(rest) == 0 {
 		return nil, err
 	}
