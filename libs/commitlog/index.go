@@ -39,7 +39,7 @@ type indexFile struct {
 	// (checkIndexFileShape). Guarded by mu.
 	verified  bool
 	slots     []int32 // active file only
-	pending   []byte  // entries not yet written (active file, one dispatch pass)
+	pending   []byte  // entries not yet written (active file, up to indexPendingFlush bytes)
 	pendFirst int32   // entry number of pending[0:20]
 }
 
@@ -414,7 +414,7 @@ func (ix *indexService) indexRecord(m *recordMeta, phy int64) error {
 }
 
 // indexPendingFlush is how many bytes of entries a file being written gathers before they
-// are written (at the latest at the end of each dispatch pass).
+// are written (at the latest when the file is finished).
 const indexPendingFlush = 64 << 10
 
 // forEachKey calls fn for every non-empty space-separated key.
@@ -502,12 +502,13 @@ func (f *indexFile) put(th int32, key []byte, phy int64, storeTs int64) {
 }
 
 // advance records that every record below offset went through indexRecord.
+//
+// The entries it put stay pending, where queries read them, until indexPendingFlush bytes
+// gather or the file is finished. The file being written is never read back after a crash (it
+// has no trailer, so it is rebuilt from the CommitLog), so writing them at the end of every
+// dispatch pass bought nothing but a write per pass: at one keyed send at a time (UNIQ_KEY, as
+// rocketmq-client-go sets it), one pwrite per message, 4.6 CPU µs of the master's.
 func (ix *indexService) advance(offset int64) error {
-	if last := ix.last(); last != nil && !last.sealed && ix.err == nil {
-		if err := ix.flushPending(last); err != nil {
-			return ix.fail(err)
-		}
-	}
 	ix.mu.Lock()
 	if offset > ix.indexedTo {
 		ix.indexedTo = offset
