@@ -99,6 +99,10 @@ func (s *Store) writeCheckpoint(force bool) error {
 	if withManifest {
 		cov = s.snapshotCoverage()
 	}
+	// Every unit below d is in a file before the files are synced (Units written late).
+	if err := s.flushPendingCQ(); err != nil {
+		return err
+	}
 	if err := s.syncDirtyCQ(); err != nil {
 		return err
 	}

@@ -218,6 +218,9 @@ func (cq *consumeQueue) unitAtLocked(q int64) (cqUnit, bool) {
 	if q < cq.min || q >= cq.max {
 		return cqUnit{}, false
 	}
+	if len(cq.pend) > 0 && q >= cq.pendQ {
+		return getUnit(cq.pend[(q-cq.pendQ)*CQUnitSize:]), true
+	}
 	f := cq.fileForLocked(q)
 	if f == nil {
 		return cqUnit{}, false
