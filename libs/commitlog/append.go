@@ -23,7 +23,7 @@ func (s *Store) validate(m *Message) error {
 	if len(m.Properties) > MaxPropertiesLength {
 		return fmt.Errorf("%w: %d bytes", ErrPropertiesTooLarge, len(m.Properties))
 	}
-	if !validProps([]byte(m.Properties)) {
+	if !validPropsString(m.Properties) {
 		return ErrPropertiesInvalid
 	}
 	return nil

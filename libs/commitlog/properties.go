@@ -221,6 +221,18 @@ func validProps(p []byte) bool {
 	return indexByte(p, 0) < 0
 }
 
+// validPropsString is validProps for a message's properties as Append takes them: converting
+// the string to bytes would copy it, an allocation per append above 32 bytes.
+func validPropsString(p string) bool {
+	if len(p) == 0 {
+		return true
+	}
+	if p[len(p)-1] != propPairSep {
+		return false
+	}
+	return strings.IndexByte(p, 0) < 0
+}
+
 func validTopicBytes(t []byte) bool {
 	if len(t) == 0 || len(t) > MaxTopicLength {
 		return false

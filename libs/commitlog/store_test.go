@@ -156,6 +156,14 @@ func TestBadInputExactErrors(t *testing.T) {
 	require.Equal(t, int64(0), s2.MaxOffset())
 	_, err = s.Append(&Message{Topic: "T", Properties: strings.Repeat("p", 32766) + "\x02"})
 	require.NoError(t, err)
+
+	// Checking a message allocates nothing, whatever the length of its properties (a copy of
+	// them into bytes was one allocation per send above 32 bytes).
+	long := &Message{Topic: "T", Properties: "UNIQ_KEY\x017F0000010001000000000000000A\x02TAGS\x01a\x02WAIT\x01true\x02"}
+	require.Zero(t, testing.AllocsPerRun(100, func() { _ = s.validate(long) }))
+	for _, p := range []string{"", "\x02", "a\x01b", "a\x01b\x02", "a\x01\x00b\x02", "\x00", long.Properties} {
+		require.Equal(t, validProps([]byte(p)), validPropsString(p), "%q", p)
+	}
 }
 
 func TestAppendBatch(t *testing.T) {
