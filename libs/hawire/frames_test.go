@@ -111,6 +111,22 @@ func TestFramesConcatenateAndStream(t *testing.T) {
 	require.Error(t, err)
 }
 
+// Reading a frame into a buffer that holds it allocates nothing (the master reads an ack per
+// send, the slave a data frame per batch).
+func TestFrameReaderAllocatesNothing(t *testing.T) {
+	one := AppendAck(nil, Ack{Written: 1, Flushed: 1})
+	stream := bytes.Repeat(one, 200)
+	r := bytes.NewReader(stream)
+	fr := NewFrameReader(r, 0)
+	_, _, err := fr.Next(MaxControlFrame) // sizes its buffer
+	require.NoError(t, err)
+	require.Zero(t, testing.AllocsPerRun(100, func() {
+		if _, _, err := fr.Next(MaxControlFrame); err != nil {
+			t.Fatal(err)
+		}
+	}))
+}
+
 // FrameBuffered is true exactly when the next frame is whole in the read buffer: the slave
 // then leaves a frame's ack to the frame after it.
 func TestFrameBuffered(t *testing.T) {

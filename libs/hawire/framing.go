@@ -12,6 +12,9 @@ import (
 type FrameReader struct {
 	r   *bufio.Reader
 	buf []byte
+	// hdr holds the frame header being read: a local array passed to io.ReadFull escapes,
+	// one allocation per frame.
+	hdr [FrameHeaderLen]byte
 }
 
 // NewFrameReader wraps r with a read buffer of bufSize bytes (≥ 4 KiB).
@@ -35,11 +38,11 @@ func (fr *FrameReader) Next(max int) (FrameType, []byte, error) {
 // NextInto is Next reading the body into buf (grown when too small), so a
 // caller can hand bodies to another goroutine and recycle the buffers.
 func (fr *FrameReader) NextInto(max int, buf []byte) (FrameType, []byte, error) {
-	var hdr [FrameHeaderLen]byte
-	if _, err := io.ReadFull(fr.r, hdr[:]); err != nil {
+	hdr := fr.hdr[:]
+	if _, err := io.ReadFull(fr.r, hdr); err != nil {
 		return 0, buf[:0], err
 	}
-	n := binary.BigEndian.Uint32(hdr[:])
+	n := binary.BigEndian.Uint32(hdr)
 	if n < 1 {
 		return 0, buf[:0], fmt.Errorf("%w: zero length", ErrBadFrame)
 	}
