@@ -733,10 +733,9 @@ func (b *Broker) complete(v *roleView, w remoting.ResponseWriter, ans storedAnsw
 	*p = pendingSend{w: w, ans: ans, arrival: arrival}
 	if syncRepl && !syncFlush {
 		// Only the slaves' ack to wait for: the goroutine that reads the ack answers the
-		// send (no pipeline hand-off).
-		v.master.WaitReplicatedFunc(endOffset, arrival.Add(b.cfg.SlaveTimeout), func(st hawire.ReplStatus) {
-			b.replAnswered(p, st)
-		})
+		// send (no pipeline hand-off), through p itself (no closure to allocate).
+		p.b = b
+		v.master.WaitReplicatedTo(endOffset, arrival.Add(b.cfg.SlaveTimeout), p)
 		return
 	}
 	if syncFlush {
@@ -761,7 +760,14 @@ type pendingSend struct {
 	// ready: the answer is complete (nothing to wait for); the pipeline only writes it to a
 	// congested connection.
 	ready bool
+	// b is set for a wait on replication alone, answered by Replicated.
+	b *Broker
 }
+
+var _ hawire.ReplCallback = (*pendingSend)(nil)
+
+// Replicated answers a send that waited for replication alone (hawire.ReplCallback).
+func (p *pendingSend) Replicated(st hawire.ReplStatus) { p.b.replAnswered(p, st) }
 
 // finish combines the wait results into the response code, as RocketMQ does: a replication
 // failure overrides a flush failure, which overrides SEND_OK.

@@ -259,7 +259,7 @@
 //
 // Waiters are kept ordered by end offset; one ack completes every waiter it
 // covers, and one timer completes expired ones at their deadline. A waiter
-// registered with WaitReplicatedFunc is a callback that the goroutine
+// registered with WaitReplicatedTo (or WaitReplicatedFunc) is a callback that the goroutine
 // completing it (the ack reader, the timer, Close) calls once it has released
 // the master's lock, so an ack answers the sends it covers directly. In strict
 // mode (MinInSyncReplicas > 1) Master.CanAccept returns ErrNotEnoughInSync

@@ -213,15 +213,20 @@ func (m *Master) WaitReplicated(endOffset int64, deadline time.Time) <-chan Repl
 	return ch
 }
 
-// WaitReplicatedFunc is WaitReplicated calling fn with the status instead
+// WaitReplicatedFunc is WaitReplicatedTo with a function.
+func (m *Master) WaitReplicatedFunc(endOffset int64, deadline time.Time, fn func(ReplStatus)) {
+	m.WaitReplicatedTo(endOffset, deadline, ReplFunc(fn))
+}
+
+// WaitReplicatedTo is WaitReplicated calling cb with the status instead
 // of sending it on a channel: once, either before it returns (the status is
 // known at once) or from the goroutine that completes the wait: the one that
-// read the slave's ack, the deadline sweeper or Close. fn must not block for
+// read the slave's ack, the deadline sweeper or Close. cb must not block for
 // long (it holds up that slave's acks) and must not call back into the Master
 // synchronously.
-func (m *Master) WaitReplicatedFunc(endOffset int64, deadline time.Time, fn func(ReplStatus)) {
+func (m *Master) WaitReplicatedTo(endOffset int64, deadline time.Time, cb ReplCallback) {
 	if m.closed.Load() {
-		fn(ReplSlaveNotAvailable)
+		cb.Replicated(ReplSlaveNotAvailable)
 		return
 	}
 	logMax := m.log.MaxOffset()
@@ -229,16 +234,16 @@ func (m *Master) WaitReplicatedFunc(endOffset int64, deadline time.Time, fn func
 	if m.closed.Load() {
 		// Close may have completed every waiter already: this one would wait forever.
 		m.mu.Unlock()
-		fn(ReplSlaveNotAvailable)
+		cb.Replicated(ReplSlaveNotAvailable)
 		return
 	}
-	st, now := m.st.WaitFunc(endOffset, deadline, logMax, m.now(), fn)
+	st, now := m.st.WaitCallback(endOffset, deadline, logMax, m.now(), cb)
 	if !now {
 		m.wakeSweeperLocked()
 	}
 	m.mu.Unlock()
 	if now {
-		fn(st)
+		cb.Replicated(st)
 	}
 }
 
@@ -260,7 +265,7 @@ func (m *Master) wakeSweeperLocked() {
 // fire calls the callback waiters the state completed (mu not held).
 func fire(done []Completion) {
 	for i, c := range done {
-		c.Fn(c.Status)
+		c.Cb.Replicated(c.Status)
 		done[i] = Completion{}
 	}
 }

@@ -345,13 +345,18 @@ func (s *MasterState) Wait(endOffset int64, deadline time.Time, logMax int64, no
 	return ch
 }
 
-// WaitFunc is Wait for a caller that wants to be called rather than to
-// receive: fn gets exactly one status. When the status is known at once,
-// WaitFunc returns it with ok set and never calls fn; otherwise fn is
+// WaitFunc is WaitCallback with a function.
+func (s *MasterState) WaitFunc(endOffset int64, deadline time.Time, logMax int64, now time.Time, fn func(ReplStatus)) (ReplStatus, bool) {
+	return s.WaitCallback(endOffset, deadline, logMax, now, ReplFunc(fn))
+}
+
+// WaitCallback is Wait for a caller that wants to be called rather than to
+// receive: cb gets exactly one status. When the status is known at once,
+// WaitCallback returns it with ok set and never calls cb; otherwise cb is
 // queued when an Ack, Expire or Close completes the waiter, and the driver
 // calls it from TakeCompleted, outside its lock. An ack thereby answers the
 // waiting send from the goroutine that read it, with no hand-off.
-func (s *MasterState) WaitFunc(endOffset int64, deadline time.Time, logMax int64, now time.Time, fn func(ReplStatus)) (ReplStatus, bool) {
+func (s *MasterState) WaitCallback(endOffset int64, deadline time.Time, logMax int64, now time.Time, cb ReplCallback) (ReplStatus, bool) {
 	switch {
 	case s.cfg.InSyncReplicas <= 1 || s.quorumAck() >= endOffset:
 		return ReplOK, true
@@ -360,7 +365,7 @@ func (s *MasterState) WaitFunc(endOffset int64, deadline time.Time, logMax int64
 	case !deadline.After(now):
 		return ReplTimeout, true
 	}
-	s.waiters.add(endOffset, deadline, nil, fn)
+	s.waiters.add(endOffset, deadline, nil, cb)
 	return 0, false
 }
 

@@ -71,7 +71,7 @@ func TestWaitQueueModel(t *testing.T) {
 		case op < 6:
 			r := &ref{end: acked + int64(rng.IntN(200)), deadline: now.Add(time.Duration(50+rng.IntN(100)) * time.Millisecond)}
 			all, pending = append(all, r), append(pending, r)
-			q.add(r.end, r.deadline, nil, func(s ReplStatus) { r.got = append(r.got, s) })
+			q.add(r.end, r.deadline, nil, ReplFunc(func(s ReplStatus) { r.got = append(r.got, s) }))
 		case op < 9:
 			if op == 8 {
 				acked += int64(rng.IntN(400)) // most of what is pending

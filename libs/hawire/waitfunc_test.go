@@ -20,7 +20,7 @@ func TestWaitFuncCompletesThroughTakeCompleted(t *testing.T) {
 	run := func() int {
 		done := s.TakeCompleted(nil)
 		for _, c := range done {
-			c.Fn(c.Status)
+			c.Cb.Replicated(c.Status)
 		}
 		return len(done)
 	}
