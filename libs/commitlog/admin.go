@@ -59,15 +59,7 @@ func (s *Store) Truncate(offset int64) error {
 	if s.dispatched.Load() > offset {
 		s.dispatched.Store(offset)
 	}
-	s.cqMu.RLock()
-	var cqs []*consumeQueue
-	for _, qs := range s.cqs {
-		for _, cq := range qs {
-			cqs = append(cqs, cq)
-		}
-	}
-	s.cqMu.RUnlock()
-	for _, cq := range cqs {
+	for _, cq := range s.allCQs() {
 		if _, err := s.cqCutFrom(cq, offset); err != nil {
 			return s.setReadOnly(err)
 		}

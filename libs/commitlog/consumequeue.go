@@ -103,17 +103,27 @@ func (cq *consumeQueue) dropPendLocked() {
 	}
 }
 
-// flushPendingCQ writes the pending units of every queue (before a checkpoint).
-func (s *Store) flushPendingCQ() error {
+// allCQs returns every consume queue as of now (cqMu taken), for a caller that then works on
+// each without holding cqMu.
+func (s *Store) allCQs() []*consumeQueue {
 	s.cqMu.RLock()
-	cqs := make([]*consumeQueue, 0, len(s.cqs))
+	defer s.cqMu.RUnlock()
+	n := 0
+	for _, qs := range s.cqs {
+		n += len(qs)
+	}
+	cqs := make([]*consumeQueue, 0, n)
 	for _, qs := range s.cqs {
 		for _, cq := range qs {
 			cqs = append(cqs, cq)
 		}
 	}
-	s.cqMu.RUnlock()
-	for _, cq := range cqs {
+	return cqs
+}
+
+// flushPendingCQ writes the pending units of every queue (before a checkpoint).
+func (s *Store) flushPendingCQ() error {
+	for _, cq := range s.allCQs() {
 		cq.mu.Lock()
 		err := s.flushPendLocked(cq)
 		cq.mu.Unlock()

@@ -175,14 +175,7 @@ func decodeManifest(b []byte) (*manifest, error) {
 
 // snapshotCoverage returns the coverage of every non-empty queue now.
 func (s *Store) snapshotCoverage() []queueCoverage {
-	s.cqMu.RLock()
-	cqs := make([]*consumeQueue, 0, len(s.cqs))
-	for _, qs := range s.cqs {
-		for _, cq := range qs {
-			cqs = append(cqs, cq)
-		}
-	}
-	s.cqMu.RUnlock()
+	cqs := s.allCQs()
 	out := make([]queueCoverage, 0, len(cqs))
 	for _, cq := range cqs {
 		if c, ok := cq.coverage(); ok {

@@ -2,8 +2,6 @@ package commitlog
 
 import (
 	"path/filepath"
-	"strings"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -45,22 +43,13 @@ func bodiesUpTo(n int) []string {
 // cqPendFlush bytes have gathered, and a clean close leaves every one in the file.
 func TestCQUnitsWrittenLate(t *testing.T) {
 	mem := vfs.NewMem()
-	var cqWrites atomic.Int64
-	efs := vfs.NewErrorFS(mem, vfs.InjectorFunc(func(op vfs.Op, path string) error {
-		if op == vfs.OpWrite && strings.Contains(path, "/consumequeue/") {
-			cqWrites.Add(1)
-		}
-		return nil
-	}))
+	efs, cqWrites := countingWrites(mem, "/consumequeue/")
 	cfg := testConfig(efs)
 	cfg.SegmentSize = 1 << 20
 	cfg.CQUnitsPerFile = 1000
 	cfg.CheckpointInterval = time.Hour // checkpoints only where the test writes them
 	s := openStore(t, cfg)
-	for i := 0; i < 40; i++ {
-		mustAppend(t, s, msg("T", 0, bodyN(i), ""))
-		waitDispatched(t, s)
-	}
+	appendEach(t, s, "T", 0, 40)
 	require.Zero(t, cqWrites.Load(), "queue writes during 40 one-message passes")
 	require.Equal(t, bodiesUpTo(40), queueBodies(t, s, "T"))
 
@@ -73,12 +62,9 @@ func TestCQUnitsWrittenLate(t *testing.T) {
 	require.Equal(t, bodiesUpTo(40), queueBodies(t, s, "T"))
 
 	// Past cqPendFlush bytes the units leave without a checkpoint.
-	for i := 40; i < 40+2*cqPendFlush/CQUnitSize; i++ {
-		mustAppend(t, s, msg("T", 0, bodyN(i), ""))
-		waitDispatched(t, s)
-	}
-	require.EqualValues(t, 3, cqWrites.Load())
 	n := 40 + 2*cqPendFlush/CQUnitSize
+	appendEach(t, s, "T", 40, n)
+	require.EqualValues(t, 3, cqWrites.Load())
 	require.Equal(t, bodiesUpTo(n), queueBodies(t, s, "T"))
 	require.NoError(t, s.Close())
 
@@ -97,10 +83,7 @@ func TestCQUnitsWrittenLateAcrossFiles(t *testing.T) {
 	cfg.CQUnitsPerFile = 7
 	cfg.CheckpointInterval = time.Hour
 	s := openStore(t, cfg)
-	for i := 0; i < 30; i++ {
-		mustAppend(t, s, msg("T", 0, bodyN(i), ""))
-		waitDispatched(t, s)
-	}
+	appendEach(t, s, "T", 0, 30)
 	for f := int64(0); f < 28; f += 7 {
 		b, err := mem.ReadFile(filepath.Join(cfg.Dir, "consumequeue", "T", "0", segName(f*CQUnitSize)))
 		require.NoError(t, err)
@@ -118,24 +101,14 @@ func TestCQUnitsWrittenLateCut(t *testing.T) {
 	cfg.CQUnitsPerFile = 1000
 	cfg.CheckpointInterval = time.Hour
 	s := openStore(t, cfg)
-	var res []AppendResult
-	for i := 0; i < 20; i++ {
-		res = append(res, mustAppend(t, s, msg("T", 0, bodyN(i), "")))
-		waitDispatched(t, s)
-	}
+	res := appendEach(t, s, "T", 0, 20)
 	require.NoError(t, s.writeCheckpoint(true)) // 0..19 in the file
-	for i := 20; i < 30; i++ {
-		res = append(res, mustAppend(t, s, msg("T", 0, bodyN(i), "")))
-		waitDispatched(t, s)
-	}
+	res = append(res, appendEach(t, s, "T", 20, 30)...)
 	require.NoError(t, s.Truncate(res[25].WroteOffset)) // in the pending units
 	require.Equal(t, bodiesUpTo(25), queueBodies(t, s, "T"))
 	require.NoError(t, s.Truncate(res[12].WroteOffset)) // in the file
 	require.Equal(t, bodiesUpTo(12), queueBodies(t, s, "T"))
-	for i := 12; i < 40; i++ {
-		mustAppend(t, s, msg("T", 0, bodyN(i), ""))
-		waitDispatched(t, s)
-	}
+	appendEach(t, s, "T", 12, 40)
 	require.Equal(t, bodiesUpTo(40), queueBodies(t, s, "T"))
 	require.NoError(t, s.Close())
 	s2 := openStore(t, cfg)
@@ -153,15 +126,9 @@ func TestCQUnitsWrittenLateSurviveKill(t *testing.T) {
 	cfg.CQUnitsPerFile = 1000
 	cfg.CheckpointInterval = time.Hour
 	s := openStore(t, cfg)
-	for i := 0; i < 20; i++ {
-		mustAppend(t, s, msg("T", 0, bodyN(i), ""))
-		waitDispatched(t, s)
-	}
+	appendEach(t, s, "T", 0, 20)
 	require.NoError(t, s.writeCheckpoint(true))
-	for i := 20; i < 45; i++ {
-		mustAppend(t, s, msg("T", 0, bodyN(i), ""))
-		waitDispatched(t, s)
-	}
+	appendEach(t, s, "T", 20, 45)
 	require.Equal(t, bodiesUpTo(45), queueBodies(t, s, "T"))
 	image := filepath.Join(t.TempDir(), "image")
 	require.NoError(t, copyTree(cfg.Dir, image))

@@ -3,6 +3,8 @@ package commitlog
 import (
 	"fmt"
 	"net/netip"
+	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -66,3 +68,26 @@ func mustAppend(t testing.TB, s *Store, m *Message) AppendResult {
 }
 
 func bodyN(i int) string { return fmt.Sprintf("body-%06d", i) }
+
+// countingWrites wraps mem so that every write to a path containing part is counted.
+func countingWrites(mem vfs.FS, part string) (vfs.FS, *atomic.Int64) {
+	n := new(atomic.Int64)
+	return vfs.NewErrorFS(mem, vfs.InjectorFunc(func(op vfs.Op, path string) error {
+		if op == vfs.OpWrite && strings.Contains(path, part) {
+			n.Add(1)
+		}
+		return nil
+	})), n
+}
+
+// appendEach appends message i of topic's queue 0 for i in [from, to), each in a dispatch pass
+// of its own.
+func appendEach(t testing.TB, s *Store, topic string, from, to int) []AppendResult {
+	t.Helper()
+	var out []AppendResult
+	for i := from; i < to; i++ {
+		out = append(out, mustAppend(t, s, msg(topic, 0, bodyN(i), "")))
+		waitDispatched(t, s)
+	}
+	return out
+}

@@ -6,7 +6,6 @@ import (
 	"math"
 	"path/filepath"
 	"strings"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -599,14 +598,7 @@ func TestIndexSkipsRolledBack(t *testing.T) {
 // written is rebuilt after a crash anyway, so they are written when indexPendingFlush bytes
 // gather or the file is finished, not once per pass. A clean close writes them.
 func TestIndexEntriesWrittenOnFlushNotPerPass(t *testing.T) {
-	mem := vfs.NewMem()
-	var indexWrites atomic.Int64
-	efs := vfs.NewErrorFS(mem, vfs.InjectorFunc(func(op vfs.Op, path string) error {
-		if op == vfs.OpWrite && strings.Contains(path, "/index/") {
-			indexWrites.Add(1)
-		}
-		return nil
-	}))
+	efs, indexWrites := countingWrites(vfs.NewMem(), "/index/")
 	cfg := testConfig(efs)
 	cfg.SegmentSize = 1 << 20
 	cfg.MaxHashSlotNum, cfg.MaxIndexNum = 64, 1000

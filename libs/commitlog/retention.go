@@ -165,15 +165,7 @@ func (s *Store) RunRetention(force bool) (int, error) {
 	if deleted > 0 {
 		_ = s.fs.SyncDir(s.clDir)
 		clMin := s.minOffset.Load()
-		s.cqMu.RLock()
-		var cqs []*consumeQueue
-		for _, qs := range s.cqs {
-			for _, cq := range qs {
-				cqs = append(cqs, cq)
-			}
-		}
-		s.cqMu.RUnlock()
-		for _, cq := range cqs {
+		for _, cq := range s.allCQs() {
 			s.cqCorrectMin(cq, clMin)
 		}
 		if s.idx != nil {

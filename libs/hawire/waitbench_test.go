@@ -5,21 +5,28 @@ import (
 	"time"
 )
 
-// BenchmarkWaitAck: the master state's work per SYNC send at 64 in flight: 64
-// WaitFunc registrations, then one Ack that completes them all (TakeCompleted
-// and the callbacks included), reported per message.
-func BenchmarkWaitAck(b *testing.B) {
+// syncedState is a SYNC master's state (two in-sync copies) with slave 1 connected.
+func syncedState(tb testing.TB) *MasterState {
+	tb.Helper()
 	cfg := DefaultMasterConfig()
 	cfg.InSyncReplicas = 2
 	h, err := NewEpochHistory(nil)
 	if err != nil {
-		b.Fatal(err)
+		tb.Fatal(err)
 	}
 	s := NewMasterState(cfg, 1000, h)
 	s.Connect(1, "x", [NonceLen]byte{}, t0)
 	if _, _, ef := s.Handshake(1, handshakeFor("", Hello{}, 0, 0, 0, 0), 0, 0, t0); ef != nil {
-		b.Fatal(ef.Message)
+		tb.Fatal(ef.Message)
 	}
+	return s
+}
+
+// BenchmarkWaitAck: the master state's work per SYNC send at 64 in flight: 64
+// WaitFunc registrations, then one Ack that completes them all (TakeCompleted
+// and the callbacks included), reported per message.
+func BenchmarkWaitAck(b *testing.B) {
+	s := syncedState(b)
 	const inflight, size = 64, 1100
 	var done []Completion
 	var got int
@@ -67,17 +74,7 @@ func (c *countingCallback) Replicated(s ReplStatus) {
 // A SYNC wait answered by an ack allocates nothing once the waiter pool is warm: registering a
 // callback the caller already holds, completing it and calling it back.
 func TestWaitCallbackAllocatesNothing(t *testing.T) {
-	cfg := DefaultMasterConfig()
-	cfg.InSyncReplicas = 2
-	h, err := NewEpochHistory(nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	s := NewMasterState(cfg, 1000, h)
-	s.Connect(1, "x", [NonceLen]byte{}, t0)
-	if _, _, ef := s.Handshake(1, handshakeFor("", Hello{}, 0, 0, 0, 0), 0, 0, t0); ef != nil {
-		t.Fatal(ef.Message)
-	}
+	s := syncedState(t)
 	cb := &countingCallback{}
 	done := make([]Completion, 0, 4)
 	off := int64(0)
