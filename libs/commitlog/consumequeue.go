@@ -86,11 +86,19 @@ func (s *Store) flushPendLocked(cq *consumeQueue) error {
 	if f == nil {
 		return fmt.Errorf("internal: consume queue %s/%d has no file for pending unit %d", cq.topic, cq.qid, cq.pendQ)
 	}
-	if _, err := vfs.WriteAtTail(f.f, cq.pend, (cq.pendQ-f.start)*CQUnitSize); err != nil {
+	if err := s.writeUnits(f, cq.pendQ, cq.pend); err != nil {
+		return err
+	}
+	cq.dropPendLocked()
+	return nil
+}
+
+// writeUnits writes units for logical offsets from q into f, which holds q.
+func (s *Store) writeUnits(f *cqFile, q int64, units []byte) error {
+	if _, err := vfs.WriteAtTail(f.f, units, (q-f.start)*CQUnitSize); err != nil {
 		return fmt.Errorf("write %s: %w", f.name, err)
 	}
 	s.markDirty(f)
-	cq.dropPendLocked()
 	return nil
 }
 
@@ -314,10 +322,9 @@ func (s *Store) cqPut(cq *consumeQueue, q0 int64, units []byte) error {
 			k = rest
 		}
 		if gap {
-			if _, err := vfs.WriteAtTail(f.f, units[p:p+k], (q-f.start)*CQUnitSize); err != nil {
-				return fmt.Errorf("write %s: %w", f.name, err)
+			if err := s.writeUnits(f, q, units[p:p+k]); err != nil {
+				return err
 			}
-			s.markDirty(f)
 			gap = false
 		} else if err := s.stageLocked(cq, f, q, units[p:p+k]); err != nil {
 			return err
