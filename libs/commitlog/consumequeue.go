@@ -52,7 +52,7 @@ type consumeQueue struct {
 // So a checkpoint never claims a unit that is not in its file, and a crash (kill -9 as well as
 // power loss) loses only units above the checkpoint's dispatched offset, which recovery
 // dispatches again from the CommitLog, as it did for units written and not yet synced. Every
-// read of a queue (readUnits, unitAtLocked) takes the pending units from memory, so what a
+// read of a queue (readUnitsLocked) takes the pending units from memory, so what a
 // consumer sees does not change.
 
 // cqPendFlush is how many bytes of units a queue gathers before they are written: 102 units,
@@ -195,6 +195,11 @@ func (cq *consumeQueue) fileForLocked(q int64) *cqFile {
 func (cq *consumeQueue) readUnits(q int64, n int) ([]byte, error) {
 	cq.mu.RLock()
 	defer cq.mu.RUnlock()
+	return cq.readUnitsLocked(q, n)
+}
+
+// readUnitsLocked is readUnits with cq.mu held (shared or exclusive).
+func (cq *consumeQueue) readUnitsLocked(q int64, n int) ([]byte, error) {
 	if q < cq.min || q >= cq.max {
 		return nil, nil
 	}
@@ -231,7 +236,14 @@ func (cq *consumeQueue) readUnits(q int64, n int) ([]byte, error) {
 }
 
 func (cq *consumeQueue) unitAt(q int64) (cqUnit, bool) {
-	b, err := cq.readUnits(q, 1)
+	cq.mu.RLock()
+	defer cq.mu.RUnlock()
+	return cq.unitAtLocked(q)
+}
+
+// unitAtLocked reads the unit at q; cq.mu held (shared or exclusive).
+func (cq *consumeQueue) unitAtLocked(q int64) (cqUnit, bool) {
+	b, err := cq.readUnitsLocked(q, 1)
 	if err != nil || len(b) < CQUnitSize {
 		return cqUnit{}, false
 	}

@@ -206,25 +206,6 @@ func (cq *consumeQueue) coverage() (queueCoverage, bool) {
 	return queueCoverage{topic: cq.topic, qid: cq.qid, min: cq.min, max: cq.max, firstPhys: first.phys, lastEnd: last.phys + int64(last.size)}, true
 }
 
-// unitAtLocked reads the unit at q; cq.mu held (shared or exclusive).
-func (cq *consumeQueue) unitAtLocked(q int64) (cqUnit, bool) {
-	if q < cq.min || q >= cq.max {
-		return cqUnit{}, false
-	}
-	if len(cq.pend) > 0 && q >= cq.pendQ {
-		return getUnit(cq.pend[(q-cq.pendQ)*CQUnitSize:]), true
-	}
-	f := cq.fileForLocked(q)
-	if f == nil {
-		return cqUnit{}, false
-	}
-	var b [CQUnitSize]byte
-	if n, _ := f.f.ReadAt(b[:], (q-f.start)*CQUnitSize); n != CQUnitSize {
-		return cqUnit{}, false
-	}
-	return getUnit(b[:]), true
-}
-
 // writeManifest replaces the manifest atomically.
 func (s *Store) writeManifest(m *manifest) error {
 	name := filepath.Join(s.cfg.Dir, manifestFile)
