@@ -426,8 +426,14 @@ func (s *inlineSend) ServeRemoting(w remoting.ResponseWriter, req *remoting.Comm
 
 // EndBatch writes the sends the burst queued: a lone send's write is led here (no hand-off
 // for a single producer waiting for its answer); a burst's is handed to the store's writer, so
-// the reader goes on decoding the next burst while it is written, on the other core.
+// the reader goes on decoding the next burst while it is written, on the other core. Under
+// SYNC_FLUSH the answers wait for the fsync anyway, so the flusher writes the records right
+// before it (store.FlushQueued): one write per fsync for every connection's sends.
 func (s *inlineSend) EndBatch(requests int) {
+	if s.b.cfg.FlushDiskType == FlushSync {
+		s.b.store.FlushQueued()
+		return
+	}
 	if requests > 1 {
 		s.b.store.KickQueued()
 		return

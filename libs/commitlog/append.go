@@ -88,6 +88,43 @@ func (s *Store) WriteQueued() {
 // KickQueued is WriteQueued on the store's writer goroutine: it returns at once.
 func (s *Store) KickQueued() { notify(s.gkick) }
 
+// FlushQueued ends a burst of AppendQueued records whose senders are answered only once the
+// records are fsynced (SYNC_FLUSH). Instead of writing them now, it leaves them to the
+// flusher, which writes everything queued right before its fsync (flushOnce): one write and
+// one fsync then cover every sender that queued meanwhile. Were each to write its own, the
+// senders released by one fsync would write one after another before the next could start
+// (64 senders: about 50 writes per fsync), and a SYNC_MASTER would replicate each write on
+// its own. It returns at once; done is called by the write, before the fsync that covers it.
+//
+// A burst that finds a round under way waits for the next one, unless the round holds on
+// for maxFlushHold (a stalled disk): then the store's writer writes what is queued, so that
+// the senders' flush waits start, and time out, as they would have had each written its own.
+// Under ASYNC_FLUSH, where the answer must not wait for the flusher, and with WriteBuffer
+// set, it is WriteQueued.
+func (s *Store) FlushQueued() {
+	if s.cfg.FlushDiskType != SyncFlush || s.cfg.WriteBuffer > 0 {
+		s.WriteQueued()
+		return
+	}
+	if s.flushing.Load() && s.holdArmed.CompareAndSwap(false, true) {
+		s.holdTimer.Reset(maxFlushHold)
+	}
+	notify(s.flushReq)
+}
+
+// maxFlushHold is how long records left to the flusher (FlushQueued) wait behind a round
+// before the store's writer writes them instead.
+const maxFlushHold = 10 * time.Millisecond
+
+// holdExpired runs maxFlushHold after a burst was left to the flusher during a round: if a
+// round is still under way, the store's writer writes what is queued.
+func (s *Store) holdExpired() {
+	s.holdArmed.Store(false)
+	if s.flushing.Load() {
+		s.KickQueued()
+	}
+}
+
 // AppendBatch stores messages of one topic and queue as one contiguous run
 // with consecutive queue offsets, never interleaved with other appends.
 func (s *Store) AppendBatch(ms []*Message) ([]AppendResult, error) {
@@ -193,6 +230,7 @@ func (s *Store) appendBatch(ms []*Message, res []AppendResult, done AppendDone, 
 		s.nBytes.Add(wrote)
 		if done != nil {
 			s.gwaiters = append(s.gwaiters, groupWaiter{res: res[0], done: done})
+			s.gqueued.Store(int64(len(s.gwaiters)))
 			if s.gwriting || queueOnly {
 				s.appendMu.Unlock() // the write under way, or WriteQueued, takes these records
 				return nil

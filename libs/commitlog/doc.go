@@ -154,6 +154,12 @@
 //	             first: the record is stored but not known durable. Waiters
 //	             are ordered by end offset; one fsync completes every waiter
 //	             it covers (group commit); one sweeper expires deadlines.
+//	             Senders that queue their records (AppendQueued) and end
+//	             their burst with FlushQueued leave the write to the flusher,
+//	             which writes everything queued right before each fsync: one
+//	             write per fsync. Their callbacks run once the write covers
+//	             them, before that fsync; no sender is told more than the
+//	             fsync's outcome, so the answers mean what they did.
 //
 // In both modes a write or fsync failure turns the store read-only (Err
 // says why): the failing append is not acknowledged, waiters get the error,

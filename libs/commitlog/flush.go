@@ -236,18 +236,30 @@ func (s *Store) gatherWaiters(last flushRound) bool {
 	return true
 }
 
+// pendingWaiters counts the flush waiters and the queued records (FlushQueued) the next flush
+// would cover.
 func (s *Store) pendingWaiters() int {
 	s.waitMu.Lock()
 	defer s.waitMu.Unlock()
-	return len(s.byOffset)
+	return len(s.byOffset) + int(s.gqueued.Load())
 }
 
-// flushOnce fsyncs the CommitLog up to the current max offset.
+// flushOnce writes what is queued (FlushQueued) and fsyncs the CommitLog up to the current max
+// offset.
 func (s *Store) flushOnce() flushRound {
 	start := time.Now()
 	if err := s.commit(); err != nil {
 		return flushRound{}
 	}
+	// The queued records' callbacks register their flush waits as the write covers them, so
+	// the fsync below completes them. Records a leader already writes (or a sync appender
+	// waits to lead) are left to it; their waits then ask for another round. flushing is set
+	// first: a FlushQueued that finds it clear knows this write is still to come, one that
+	// finds it set arms holdTimer.
+	s.flushing.Store(true)
+	defer s.flushing.Store(false)
+	s.appendMu.Lock()
+	s.leadQueuedLocked()
 	s.flushRunMu.Lock()
 	target := s.maxOffset.Load()
 	from := s.flushed.Load()

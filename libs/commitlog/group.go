@@ -151,6 +151,7 @@ func (s *Store) takeWaitersLocked(k int) []groupWaiter {
 	n := copy(s.gwaiters, s.gwaiters[k:])
 	clear(s.gwaiters[n:])
 	s.gwaiters = s.gwaiters[:n]
+	s.gqueued.Store(int64(n))
 	return out
 }
 

@@ -102,6 +102,15 @@ type Store struct {
 	gsyncEnd          int64
 	gsyncWaiters      int // sync appenders in awaitGroupLocked
 	gkick             chan struct{}
+	// gqueued is len(gwaiters), for the flusher's count of the senders it is about to cover
+	// (pendingWaiters) without taking appendMu.
+	gqueued atomic.Int64
+	// flushing is set while the flusher runs a round (flushOnce); holdTimer, armed
+	// (holdArmed) by a FlushQueued during one, writes the queue if the round holds on
+	// (holdExpired).
+	flushing  atomic.Bool
+	holdArmed atomic.Bool
+	holdTimer *time.Timer
 
 	// segMu guards segs; readers hold it shared across a pread.
 	segMu sync.RWMutex
@@ -280,6 +289,8 @@ func Open(cfg Config) (*Store, error) {
 		stopCh:       make(chan struct{}),
 	}
 	s.gcond = sync.NewCond(&s.appendMu)
+	s.holdTimer = time.AfterFunc(time.Hour, s.holdExpired)
+	s.holdTimer.Stop()
 	if !cfg.TailCacheDeferred {
 		s.tail.Store(newTailCache(cfg.TailCacheBytes))
 	}
@@ -324,6 +335,7 @@ func (s *Store) Close() error {
 		s.afterAppend(end)
 	}
 	close(s.stopCh)
+	s.holdTimer.Stop()
 	s.wg.Wait()
 	var firstErr error
 	if s.Err() == nil {
