@@ -23,24 +23,6 @@ import (
 // The anchors of the benchmark table: what the machine, the disk, loopback TCP and JetStream
 // do in the same run as the broker numbers they are set against.
 
-// diskWriteRate writes total bytes sequentially in 1 MiB writes to a fresh file in dir, then
-// fdatasyncs once (what `dd bs=1M conv=fdatasync` does), and returns bytes/s.
-func diskWriteRate(dir string, total int64) (float64, error) {
-	f, err := vfs.Default.Create(filepath.Join(dir, "disk-write"))
-	if err != nil {
-		return 0, err
-	}
-	defer func() { f.Close(); _ = vfs.Default.Remove(f.Name()) }()
-	start := time.Now()
-	if err := writeSeq(f, total, patterned(1<<20)); err != nil {
-		return 0, err
-	}
-	if err := f.Sync(); err != nil {
-		return 0, err
-	}
-	return float64(total) / time.Since(start).Seconds(), nil
-}
-
 // patterned returns n bytes of a repeating pattern (not zeros, which a file system may treat
 // specially).
 func patterned(n int) []byte {
@@ -85,9 +67,10 @@ func pageCacheWrite(dir string, total int64) (first, again float64, remove func(
 }
 
 // smallWriteRate writes total bytes to a new file in size-byte writes, one system call each,
-// then fdatasyncs once, and returns bytes/s: what one appender that must hand every record to
-// the kernel before it answers can reach, without the store's own work. Like pageCacheWrite,
-// it leaves the file to the returned function.
+// then fdatasyncs once, and returns bytes/s: with 1 KiB, what one appender that must hand every
+// record to the kernel before it answers can reach, without the store's own work; with 1 MiB,
+// what `dd bs=1M conv=fdatasync` measures. Like pageCacheWrite, it leaves the file to the
+// returned function.
 func smallWriteRate(dir string, total int64, size int) (rate float64, remove func(), err error) {
 	f, err := vfs.Default.Create(filepath.Join(dir, "small-writes"))
 	if err != nil {
