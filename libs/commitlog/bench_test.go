@@ -125,53 +125,18 @@ func benchAppendAsync(b *testing.B, size, wb int) {
 }
 
 // BenchmarkSyncFlush: SYNC_FLUSH appends that wait for their fsync, with 1,
-// 16 and 64 concurrent appenders; messages per fsync shows group commit.
+// 16 and 64 concurrent appenders; messages per fsync shows group commit. queued-64 runs the
+// 64 on the broker's send path: each queues its record (AppendQueued) and ends its burst with
+// FlushQueued, so the flusher writes what is queued right before each fsync, and the record's
+// callback registers its flush wait, as the broker's does.
 func BenchmarkSyncFlush(b *testing.B) {
 	for _, conc := range []int{1, 16, 64} {
-		b.Run(strconv.Itoa(conc), func(b *testing.B) {
-			measureBaselines(b)
-			s := benchStore(b, SyncFlush)
-			fs0 := s.Stats().Fsyncs
-			var next atomic.Int64
-			var wg sync.WaitGroup
-			b.ResetTimer()
-			start := time.Now()
-			for g := 0; g < conc; g++ {
-				wg.Add(1)
-				go func(g int) {
-					defer wg.Done()
-					m := msg("BenchTopic", int32(g%8), string(make([]byte, 1024)), "")
-					for next.Add(1) <= int64(b.N) {
-						r, err := s.Append(m)
-						if err != nil {
-							b.Error(err)
-							return
-						}
-						if err := <-s.WaitFlush(r.EndOffset, time.Now().Add(time.Minute)); err != nil {
-							b.Error(err)
-							return
-						}
-					}
-				}(g)
-			}
-			wg.Wait()
-			el := time.Since(start).Seconds()
-			b.StopTimer()
-			fsyncs := s.Stats().Fsyncs - fs0
-			rate := float64(b.N) / el
-			b.ReportMetric(rate, "msgs/s")
-			b.ReportMetric(float64(b.N)/float64(max(fsyncs, 1)), "msgs/fsync")
-			b.ReportMetric(rate/baseSyncRate, "x_fdatasync_rate")
-		})
+		b.Run(strconv.Itoa(conc), func(b *testing.B) { benchSyncFlush(b, conc, false) })
 	}
+	b.Run("queued-64", func(b *testing.B) { benchSyncFlush(b, 64, true) })
 }
 
-// BenchmarkSyncFlushQueued: BenchmarkSyncFlush's 64 appenders on the broker's send path:
-// each queues its record (AppendQueued) and ends its burst with FlushQueued, so the flusher
-// writes what is queued right before each fsync; the record's callback registers its flush
-// wait, as the broker's does.
-func BenchmarkSyncFlushQueued(b *testing.B) {
-	const conc = 64
+func benchSyncFlush(b *testing.B, conc int, queued bool) {
 	measureBaselines(b)
 	s := benchStore(b, SyncFlush)
 	fs0, w0 := s.Stats().Fsyncs, s.gwrites.Load()
@@ -184,14 +149,30 @@ func BenchmarkSyncFlushQueued(b *testing.B) {
 		go func(g int) {
 			defer wg.Done()
 			m := msg("BenchTopic", int32(g%8), string(make([]byte, 1024)), "")
-			d := &flushWait{s: s, ch: make(chan (<-chan error), 1)}
+			d := &flushDone{s: s, out: make(chan flushOut, 1)}
 			for next.Add(1) <= int64(b.N) {
-				if err := s.AppendQueued(m, d); err != nil {
-					b.Error(err)
-					return
+				var wait <-chan error
+				if queued {
+					if err := s.AppendQueued(m, d); err != nil {
+						b.Error(err)
+						return
+					}
+					s.FlushQueued()
+					o := <-d.out
+					if o.err != nil {
+						b.Error(o.err)
+						return
+					}
+					wait = o.flush
+				} else {
+					r, err := s.Append(m)
+					if err != nil {
+						b.Error(err)
+						return
+					}
+					wait = s.WaitFlush(r.EndOffset, time.Now().Add(time.Minute))
 				}
-				s.FlushQueued()
-				if err := <-<-d.ch; err != nil {
+				if err := <-wait; err != nil {
 					b.Error(err)
 					return
 				}
@@ -207,23 +188,6 @@ func BenchmarkSyncFlushQueued(b *testing.B) {
 	b.ReportMetric(float64(b.N)/float64(max(fsyncs, 1)), "msgs/fsync")
 	b.ReportMetric(float64(b.N)/float64(max(s.gwrites.Load()-w0, 1)), "msgs/write")
 	b.ReportMetric(rate/baseSyncRate, "x_fdatasync_rate")
-}
-
-// flushWait is an AppendDone that registers the record's flush wait from its callback and
-// hands the wait to its appender.
-type flushWait struct {
-	s  *Store
-	ch chan (<-chan error)
-}
-
-func (f *flushWait) Appended(res AppendResult, err error) {
-	if err != nil {
-		c := make(chan error, 1)
-		c <- err
-		f.ch <- c
-		return
-	}
-	f.ch <- f.s.WaitFlush(res.EndOffset, time.Now().Add(time.Minute))
 }
 
 // BenchmarkConsumeQueueRead: GetMessages (32 per call) over one queue, as a

@@ -191,15 +191,15 @@ func benchTable(t *testing.T, sz tableSizes) []tableRow {
 	var perFsync, queuedPerFsync []float64
 	for rep := 0; rep < sz.Reps; rep++ {
 		diskRates = append(diskRates, writeAnchor("dd", rep, 1<<20))
-		asyncS = append(asyncS, storeAppend(t, commitlog.AsyncFlush, 1, size, sz.Run, nil))
+		asyncS = append(asyncS, storeAppend(t, commitlog.AsyncFlush, 1, size, sz.Run, false, nil))
 		smallRates = append(smallRates, writeAnchor("writes-1k", rep, size))
 		// One write per burst of 64 records, as the broker's send path writes them.
 		burstRates = append(burstRates, writeAnchor("writes-64k", rep, 64*size))
 		burstS = append(burstS, storeAppendBursts(t, 64, size, sz.Run))
 		var mpf float64
-		syncS = append(syncS, storeAppend(t, commitlog.SyncFlush, 64, size, sz.Run, &mpf))
+		syncS = append(syncS, storeAppend(t, commitlog.SyncFlush, 64, size, sz.Run, false, &mpf))
 		perFsync = append(perFsync, mpf)
-		queuedS = append(queuedS, storeFlushQueued(t, 64, size, sz.Run, &mpf))
+		queuedS = append(queuedS, storeAppend(t, commitlog.SyncFlush, 64, size, sz.Run, true, &mpf))
 		queuedPerFsync = append(queuedPerFsync, mpf)
 	}
 	mid := func(v []float64) float64 { v = slices.Clone(v); slices.Sort(v); return v[(len(v)-1)/2] }
@@ -481,55 +481,6 @@ func mbps(v []float64) []int {
 	return out
 }
 
-// storeFlushQueued runs workers SYNC_FLUSH senders on a fresh store as the broker's send path
-// does under SYNC_FLUSH: each queues its message (AppendQueued), ends its burst with
-// FlushQueued, and waits for the fsync its record's callback asked for (WaitFlush), for d. It
-// returns messages/s, and with perFsync set, messages per fsync.
-func storeFlushQueued(t *testing.T, workers, size int, d time.Duration, perFsync *float64) sample {
-	cfg := commitlog.DefaultConfig()
-	cfg.Dir = t.TempDir()
-	cfg.SegmentSize = 64 << 20
-	cfg.FlushDiskType = commitlog.SyncFlush
-	s, err := commitlog.Open(cfg)
-	require.NoError(t, err)
-	defer s.Close()
-	body := make([]byte, size)
-	fs0 := s.Stats().Fsyncs
-	var n atomic.Int64
-	var wg sync.WaitGroup
-	c0 := selfCPU(t)
-	start := time.Now()
-	for w := 0; w < workers; w++ {
-		wg.Add(1)
-		go func(w int) {
-			defer wg.Done()
-			m := &commitlog.Message{Topic: "TableStore", QueueID: int32(w % 8), Body: body, BornTimestamp: time.Now().UnixMilli(),
-				BornHost: netip.MustParseAddrPort("127.0.0.1:5555"), Properties: "UNIQ_KEY\x01" + strings.Repeat("A", 32) + "\x02"}
-			fw := &flushWaiter{s: s, ch: make(chan (<-chan error), 1)}
-			for time.Since(start) < d {
-				if err := s.AppendQueued(m, fw); err != nil {
-					t.Error(err)
-					return
-				}
-				s.FlushQueued()
-				if err := <-<-fw.ch; err != nil {
-					t.Error(err)
-					return
-				}
-				n.Add(1)
-			}
-		}(w)
-	}
-	wg.Wait()
-	el := time.Since(start)
-	cpu := selfCPU(t) - c0
-	msgs := float64(max(n.Load(), 1))
-	if perFsync != nil {
-		*perFsync = msgs / float64(max(s.Stats().Fsyncs-fs0, 1))
-	}
-	return sample{val: msgs / el.Seconds(), cpu: []procUS{{"bench", float64(cpu.Nanoseconds()) / 1e3 / msgs}}, allocs: -1}
-}
-
 // flushWaiter registers its record's flush wait from the write's callback, as the broker's
 // answer does, and hands the wait to its sender.
 type flushWaiter struct {
@@ -549,9 +500,11 @@ func (f *flushWaiter) Appended(res commitlog.AppendResult, err error) {
 
 // storeAppend appends size-byte messages to a fresh libs/commitlog store from workers
 // goroutines for d. ASYNC_FLUSH counts the final flush in the time; SYNC_FLUSH waits for each
-// append's flush (group commit joins concurrent ones). It returns record bytes/s (ASYNC_FLUSH)
-// or messages/s (SYNC_FLUSH), and with perFsync set, messages per fsync.
-func storeAppend(t *testing.T, mode commitlog.FlushDiskType, workers, size int, d time.Duration, perFsync *float64) sample {
+// append's flush (group commit joins concurrent ones). With queued (SYNC_FLUSH), each sender
+// goes the broker's way instead: it queues its message (AppendQueued), ends its burst with
+// FlushQueued and waits for the fsync its record's callback asked for. It returns record
+// bytes/s (ASYNC_FLUSH) or messages/s (SYNC_FLUSH), and with perFsync set, messages per fsync.
+func storeAppend(t *testing.T, mode commitlog.FlushDiskType, workers, size int, d time.Duration, queued bool, perFsync *float64) sample {
 	cfg := commitlog.DefaultConfig()
 	cfg.Dir = t.TempDir()
 	cfg.SegmentSize = 64 << 20
@@ -571,14 +524,28 @@ func storeAppend(t *testing.T, mode commitlog.FlushDiskType, workers, size int, 
 			defer wg.Done()
 			m := &commitlog.Message{Topic: "TableStore", QueueID: int32(w % 8), Body: body, BornTimestamp: time.Now().UnixMilli(),
 				BornHost: netip.MustParseAddrPort("127.0.0.1:5555"), Properties: "UNIQ_KEY\x01" + strings.Repeat("A", 32) + "\x02"}
+			fw := &flushWaiter{s: s, ch: make(chan (<-chan error), 1)}
 			for time.Since(start) < d {
-				r, err := s.Append(m)
-				if err != nil {
-					t.Error(err)
-					return
+				var wait <-chan error
+				if queued {
+					if err := s.AppendQueued(m, fw); err != nil {
+						t.Error(err)
+						return
+					}
+					s.FlushQueued()
+					wait = <-fw.ch
+				} else {
+					r, err := s.Append(m)
+					if err != nil {
+						t.Error(err)
+						return
+					}
+					if mode == commitlog.SyncFlush {
+						wait = s.WaitFlush(r.EndOffset, time.Now().Add(time.Minute))
+					}
 				}
-				if mode == commitlog.SyncFlush {
-					if err := <-s.WaitFlush(r.EndOffset, time.Now().Add(time.Minute)); err != nil {
+				if wait != nil {
+					if err := <-wait; err != nil {
 						t.Error(err)
 						return
 					}
