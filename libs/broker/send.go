@@ -430,9 +430,8 @@ func (s *inlineSend) ServeRemoting(w remoting.ResponseWriter, req *remoting.Comm
 // other core. A SYNC_MASTER's reader writes its burst itself, as it does a lone send: the
 // write sends the burst on to an idle slave link (hawire's inline send), and the burst's
 // answers wait for that slave's ack, so the next burst rarely arrives before the write is
-// done and the hand-off would only add a wake-up to every burst's round trip (64 sends in
-// flight, three pairs of runs: 59,759 -> 75,131, 77,242 -> 77,832 and 68,034 -> 79,834 msg/s,
-// p50 lower in each). Under SYNC_FLUSH the answers wait for the fsync anyway, so the flusher
+// done and the hand-off would only add a wake-up to every burst's round trip. Under
+// SYNC_FLUSH the answers wait for the fsync anyway, so the flusher
 // writes the records right before it (store.FlushQueued): one write per fsync for every
 // connection's sends.
 func (s *inlineSend) EndBatch(requests int) {

@@ -244,8 +244,8 @@ func (s *Store) pendingWaiters() int {
 	return len(s.byOffset) + int(s.gqueued.Load())
 }
 
-// flushOnce writes what is queued (FlushQueued) and fsyncs the CommitLog up to the current max
-// offset.
+// flushOnce writes what is queued (under SYNC_FLUSH: FlushQueued) and fsyncs the CommitLog up
+// to the current max offset.
 func (s *Store) flushOnce() flushRound {
 	start := time.Now()
 	if err := s.commit(); err != nil {
@@ -258,8 +258,10 @@ func (s *Store) flushOnce() flushRound {
 	// finds it set arms holdTimer.
 	s.flushing.Store(true)
 	defer s.flushing.Store(false)
-	s.appendMu.Lock()
-	s.leadQueuedLocked()
+	if s.cfg.FlushDiskType == SyncFlush {
+		s.appendMu.Lock()
+		s.leadOneQueuedLocked()
+	}
 	s.flushRunMu.Lock()
 	target := s.maxOffset.Load()
 	from := s.flushed.Load()

@@ -12,8 +12,8 @@ import (
 )
 
 // flushDone is the broker's AppendDone under SYNC_FLUSH: once the write covers the record it
-// checks the record is in the file and registers the record's flush wait, as the broker's
-// answer does, and hands the wait on.
+// checks the record is in the file (with mem) and registers the record's flush wait, as the
+// broker's answer does (with s), and hands the wait on.
 type flushDone struct {
 	t     *testing.T
 	s     *Store
@@ -40,7 +40,9 @@ func (d *flushDone) Appended(res AppendResult, err error) {
 				o.err = fmt.Errorf("offset %d holds %q, want %q", res.WroteOffset, rec.Body, d.body)
 			}
 		}
-		o.flush = d.s.WaitFlush(res.EndOffset, time.Now().Add(10*time.Second))
+		if d.s != nil {
+			o.flush = d.s.WaitFlush(res.EndOffset, time.Now().Add(10*time.Second))
+		}
 	}
 	d.out <- o
 }
@@ -128,7 +130,8 @@ func TestFlushQueuedUnderAsyncFlushWritesAtOnce(t *testing.T) {
 	out := make(chan flushOut, burst)
 	w0, f0 := s.gwrites.Load(), s.Stats().Fsyncs
 	for i := 0; i < burst; i++ {
-		d := &flushDone{t: t, s: s, mem: mem, cfg: cfg, body: bodyN(i), out: out}
+		// No flush wait: under ASYNC_FLUSH the broker answers without one.
+		d := &flushDone{t: t, mem: mem, cfg: cfg, body: bodyN(i), out: out}
 		require.NoError(t, s.AppendQueued(msg("F", 0, bodyN(i), ""), d))
 	}
 	s.FlushQueued()
@@ -215,4 +218,45 @@ func TestFlushQueuedDuringAStalledFsyncIsWrittenAfterTheHold(t *testing.T) {
 		t.Fatalf("flush completed during the stall: %v", err)
 	default:
 	}
+}
+
+// A round writes what was queued when it started, as one write, and fsyncs it: a burst queued
+// while that write is under way waits for the next round instead of holding this round's
+// fsync back (with senders that keep queuing, a round that wrote on would never fsync).
+func TestFlushQueuedRoundWritesOnlyWhatWasQueuedAtItsStart(t *testing.T) {
+	g, fs := newGatedFS(vfs.NewCrashableMem())
+	s, _ := syncFlushStore(t, fs, SyncFlush)
+	mustAppend(t, s, msg("F", 0, "warm-up", ""))
+	require.NoError(t, <-s.WaitFlush(s.MaxOffset(), time.Now().Add(10*time.Second)))
+	w0, f0 := s.gwrites.Load(), s.Stats().Fsyncs
+	out := make(chan flushOut, 8)
+	queue := func(from, to int) {
+		for i := from; i < to; i++ {
+			require.NoError(t, s.AppendQueued(msg("F", 1, bodyN(i), ""), &flushDone{t: t, s: s, body: bodyN(i), out: out}))
+		}
+		s.FlushQueued()
+	}
+	g.armed.Store(true)
+	queue(0, 3)
+	<-g.held // the first round's write is under way
+	queue(3, 6)
+	close(g.release)
+	for i := 0; i < 6; i++ {
+		var o flushOut
+		select {
+		case o = <-out:
+		case <-time.After(10 * time.Second):
+			t.Fatalf("record %d not written", i)
+		}
+		require.NoError(t, o.err)
+		require.Equal(t, bodyN(i), o.body, "answered in offset order")
+		select {
+		case err := <-o.flush:
+			require.NoError(t, err)
+		case <-time.After(10 * time.Second):
+			t.Fatalf("flush of %s not completed", o.body)
+		}
+	}
+	require.EqualValues(t, 2, s.gwrites.Load()-w0, "one write per burst")
+	require.EqualValues(t, 2, s.Stats().Fsyncs-f0, "the first round fsynced its burst alone")
 }

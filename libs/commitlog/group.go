@@ -212,6 +212,27 @@ func (s *Store) leadQueuedLocked() {
 	s.appendMu.Unlock()
 }
 
+// leadOneQueuedLocked (appendMu held, dropped on return) writes what is queued now as one
+// group, when no one else writes and no sync appender waits to lead it: the flusher's write
+// before its fsync (FlushQueued), which must not go on writing while senders keep queuing.
+// Records queued meanwhile wait for the next round. A read-only store fails what is queued.
+func (s *Store) leadOneQueuedLocked() {
+	if s.Err() != nil {
+		s.leadQueuedLocked()
+		return
+	}
+	if len(s.gbuf) == 0 || s.gwriting || s.syncLeadPendingLocked() {
+		s.appendMu.Unlock()
+		return
+	}
+	committed, ws, err := s.leadGroupLocked()
+	s.appendMu.Unlock()
+	if committed >= 0 {
+		s.afterAppend(committed)
+	}
+	s.callGroup(ws, err)
+}
+
 // syncLeadPendingLocked reports whether a sync appender waits for records not yet written
 // (it leads their write when the lead is free).
 func (s *Store) syncLeadPendingLocked() bool {
