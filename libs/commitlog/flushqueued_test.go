@@ -47,6 +47,38 @@ func (d *flushDone) Appended(res AppendResult, err error) {
 	d.out <- o
 }
 
+// awaitWritten receives n callbacks from out: records bodyN(0) to bodyN(n-1), written
+// without error and answered in offset order.
+func awaitWritten(t *testing.T, out <-chan flushOut, n int) []flushOut {
+	t.Helper()
+	got := make([]flushOut, 0, n)
+	for i := 0; i < n; i++ {
+		var o flushOut
+		select {
+		case o = <-out:
+		case <-time.After(10 * time.Second):
+			t.Fatalf("record %d not written", i)
+		}
+		require.NoError(t, o.err)
+		require.Equal(t, bodyN(i), o.body, "answered in offset order")
+		got = append(got, o)
+	}
+	return got
+}
+
+// awaitFlushed waits until the flush wait of every record in got completes without error.
+func awaitFlushed(t *testing.T, got []flushOut) {
+	t.Helper()
+	for _, o := range got {
+		select {
+		case err := <-o.flush:
+			require.NoError(t, err)
+		case <-time.After(10 * time.Second):
+			t.Fatalf("flush of %s not completed", o.body)
+		}
+	}
+}
+
 // syncFlushStore opens a SYNC_FLUSH store over fs whose flusher runs only when asked (no
 // ticker round within a test), with 1 MiB segments.
 func syncFlushStore(t *testing.T, fs vfs.FS, mode FlushDiskType) (*Store, Config) {
@@ -79,26 +111,8 @@ func TestFlushQueuedWritesRightBeforeTheFsync(t *testing.T) {
 	require.Equal(t, w0, s.gwrites.Load(), "nothing written before FlushQueued")
 	require.Len(t, out, 0, "nothing answered before FlushQueued")
 	s.FlushQueued()
-	var got []flushOut
-	for i := 0; i < burst; i++ {
-		var o flushOut
-		select {
-		case o = <-out:
-		case <-time.After(10 * time.Second):
-			t.Fatalf("record %d not written", i)
-		}
-		require.NoError(t, o.err)
-		require.Equal(t, bodyN(i), o.body, "answered in offset order")
-		got = append(got, o)
-	}
-	for _, o := range got {
-		select {
-		case err := <-o.flush:
-			require.NoError(t, err)
-		case <-time.After(10 * time.Second):
-			t.Fatalf("flush of %s not completed", o.body)
-		}
-	}
+	got := awaitWritten(t, out, burst)
+	awaitFlushed(t, got)
 	require.EqualValues(t, 1, s.gwrites.Load()-w0, "one write for the burst")
 	require.EqualValues(t, 1, s.Stats().Fsyncs-f0, "one fsync for the burst")
 	for i, d := range dones {
@@ -241,22 +255,7 @@ func TestFlushQueuedRoundWritesOnlyWhatWasQueuedAtItsStart(t *testing.T) {
 	<-g.held // the first round's write is under way
 	queue(3, 6)
 	close(g.release)
-	for i := 0; i < 6; i++ {
-		var o flushOut
-		select {
-		case o = <-out:
-		case <-time.After(10 * time.Second):
-			t.Fatalf("record %d not written", i)
-		}
-		require.NoError(t, o.err)
-		require.Equal(t, bodyN(i), o.body, "answered in offset order")
-		select {
-		case err := <-o.flush:
-			require.NoError(t, err)
-		case <-time.After(10 * time.Second):
-			t.Fatalf("flush of %s not completed", o.body)
-		}
-	}
+	awaitFlushed(t, awaitWritten(t, out, 6))
 	require.EqualValues(t, 2, s.gwrites.Load()-w0, "one write per burst")
 	require.EqualValues(t, 2, s.Stats().Fsyncs-f0, "the first round fsynced its burst alone")
 }

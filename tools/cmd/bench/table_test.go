@@ -221,19 +221,17 @@ func benchTable(t *testing.T, sz tableSizes) []tableRow {
 		Anchor: "seq write 64 KiB per call + fdatasync", AnchorVal: burstRate / 1e6, AnchorUnit: "MB/s", Ratio: ratio(m.val, burstRate),
 		CPU: m.cpu, Allocs: -1, Note: "one write per burst of 64 records, as here"})
 	m = median(syncS)
-	slices.Sort(perFsync)
 	storeRows = append(storeRows, tableRow{Goal: "store SYNC_FLUSH group commit, 64 appenders 1 KiB", Value: m.val, Unit: "msg/s",
 		Anchor: "1 KiB write + fdatasync, one writer", AnchorVal: syncRate, AnchorUnit: "fsync/s", Ratio: ratio(m.val, syncRate),
-		CPU: m.cpu, Allocs: -1, Note: fmt.Sprintf("%.1f msgs per fsync", perFsync[(len(perFsync)-1)/2])})
+		CPU: m.cpu, Allocs: -1, Note: fmt.Sprintf("%.1f msgs per fsync", mid(perFsync))})
 	storeRows = append(storeRows, tableRow{Goal: "store SYNC_FLUSH group commit, 64 appenders 1 KiB", Value: m.val, Unit: "msg/s",
 		Anchor: "64 x (64 KiB write + fdatasync)/s", AnchorVal: 64 * sync64Rate, AnchorUnit: "msg/s", Ratio: ratio(m.val, 64*sync64Rate),
 		CPU: m.cpu, Allocs: -1, Note: fmt.Sprintf("the most 64 appenders can reach: every fsync carrying all of them; %.0f fsync/s of 64 KiB, %.3f of the 1 KiB rate", sync64Rate, ratio(sync64Rate, syncRate))})
 	m = median(queuedS)
-	slices.Sort(queuedPerFsync)
 	const queuedGoal = "store SYNC_FLUSH group commit, 64 senders 1 KiB, the broker's path (AppendQueued + FlushQueued)"
 	storeRows = append(storeRows, tableRow{Goal: queuedGoal, Value: m.val, Unit: "msg/s",
 		Anchor: "1 KiB write + fdatasync, one writer", AnchorVal: syncRate, AnchorUnit: "fsync/s", Ratio: ratio(m.val, syncRate),
-		CPU: m.cpu, Allocs: -1, Note: fmt.Sprintf("%.1f msgs per fsync; the flusher writes what is queued right before each fsync", queuedPerFsync[(len(queuedPerFsync)-1)/2])})
+		CPU: m.cpu, Allocs: -1, Note: fmt.Sprintf("%.1f msgs per fsync; the flusher writes what is queued right before each fsync", mid(queuedPerFsync))})
 	storeRows = append(storeRows, tableRow{Goal: queuedGoal, Value: m.val, Unit: "msg/s",
 		Anchor: "64 x (64 KiB write + fdatasync)/s", AnchorVal: 64 * sync64Rate, AnchorUnit: "msg/s", Ratio: ratio(m.val, 64*sync64Rate),
 		CPU: m.cpu, Allocs: -1, Note: fmt.Sprintf("50x the 1 KiB rate would be %.3f of this bound", ratio(50*syncRate, 64*sync64Rate))})
